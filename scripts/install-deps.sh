@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Installs every Debian 12 package bpfprof needs to build, test and benchmark.
+# Safe to run again: apt-get skips what is already installed.
+set -euo pipefail
+
+packages=(
+  # build
+  build-essential cmake ninja-build pkg-config clang llvm
+  # libraries
+  libbpf-dev libelf-dev libdw-dev zlib1g-dev libzstd-dev libcapstone-dev
+  libcli11-dev libfmt-dev nlohmann-json3-dev libprotobuf-dev protobuf-compiler
+  # tests and benchmarks
+  googletest libgtest-dev libgmock-dev libbenchmark-dev
+  # peers
+  linux-perf bpftool time
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#packages[@]} packages present"
+  exit 0
+fi
+echo "install-deps: installing ${missing[*]}"
+if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; else SUDO=; fi
+$SUDO apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"

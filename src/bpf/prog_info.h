@@ -1,0 +1,48 @@
+// SPDX-License-Identifier: Apache-2.0
+// Plain data about one BPF program as the kernel reported it (bpf_prog_info and
+// its variable arrays) and BTF blobs. No libbpf here: perf.data readers and
+// writers use these types without touching the live kernel.
+#pragma once
+
+#include <linux/bpf.h>
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace bpfprof::bpf {
+
+using Tag = std::array<uint8_t, 8>;
+
+struct ProgInfo {
+  // Scalar fields as the kernel filled them; every pointer field is 0 here and
+  // the counts/rec sizes describe the vectors below.
+  bpf_prog_info info{};
+  std::vector<uint8_t> jited_insns;        // JIT image, all functions back to back
+  std::vector<uint64_t> jited_ksyms;       // start address per function
+  std::vector<uint32_t> jited_func_lens;   // length per function
+  std::vector<std::byte> func_info;        // nr_func_info * func_info_rec_size
+  std::vector<std::byte> line_info;        // nr_line_info * line_info_rec_size
+  std::vector<uint64_t> jited_line_info;   // one JIT address per line_info entry
+  std::vector<Tag> prog_tags;              // tag per function
+  // Name per function exactly as the kernel registers it (KSYMBOL, kallsyms).
+  std::vector<std::string> ksym_names;
+
+  uint32_t id() const { return info.id; }
+  Tag tag() const;
+  std::string name() const;  // info.name
+};
+
+struct BtfBlob {
+  uint32_t id = 0;
+  std::vector<std::byte> data;  // raw BTF as the kernel returns it
+};
+
+// "bpf_prog_" + 16 hex digits of `tag` + "_" + func_name (omitted if empty): the
+// kernel's ksym naming rule.
+std::string ksym_name(const Tag& tag, const std::string& func_name);
+std::string tag_hex(const Tag& tag);
+
+}  // namespace bpfprof::bpf

@@ -1,0 +1,184 @@
+// SPDX-License-Identifier: Apache-2.0
+// Typed, zero-copy, bounds-checked views of the records the kernel sends.
+// Every parse reads through ByteCursor; variable parts (callchain, names) are
+// views into the record bytes, never copies. Layouts: shared perf-data-format.md
+// sections 5.1-5.3.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+#include "base/byte_cursor.h"
+#include "base/error.h"
+#include "perf/abi.h"
+
+namespace bpfprof::perf {
+
+struct RecordHeader {
+  uint32_t type = 0;
+  uint16_t misc = 0;
+  uint16_t size = 0;
+};
+static_assert(sizeof(RecordHeader) == 8);
+
+// One whole record: header + payload (bytes.size() == header.size).
+struct RecordView {
+  RecordHeader header;
+  Bytes bytes;
+  uint16_t cpumode() const { return header.misc & kMiscCpumodeMask; }
+};
+
+// Reads the record starting at data[offset]: header.size >= 8 and inside data.
+// `base_offset` is added to offsets in errors.
+Result<RecordView> record_at(Bytes data, size_t offset, uint64_t base_offset = 0);
+
+// A view of n u64 values that may be unaligned (files after COMPRESSED records).
+class U64Array {
+ public:
+  U64Array() = default;
+  explicit U64Array(Bytes b) : bytes_(b) {}
+  size_t size() const { return bytes_.size() / 8; }
+  bool empty() const { return bytes_.empty(); }
+  uint64_t operator[](size_t i) const { return load_unaligned<uint64_t>(bytes_.data() + 8 * i); }
+  Bytes bytes() const { return bytes_; }
+
+ private:
+  Bytes bytes_;
+};
+
+// Where fields sit, derived once from sample_type/sample_id_all/read_format.
+class SampleLayout {
+ public:
+  static Result<SampleLayout> from_attr(const perf_event_attr& attr);
+
+  uint64_t sample_type() const { return sample_type_; }
+  uint64_t read_format() const { return read_format_; }
+  bool sample_id_all() const { return sample_id_all_; }
+  // Size of the sample_id trailer of non-sample records (0 without sample_id_all).
+  size_t id_hdr_size() const { return id_hdr_size_; }
+  uint64_t sample_regs_user() const { return regs_user_; }
+  uint64_t sample_regs_intr() const { return regs_intr_; }
+  uint64_t branch_sample_type() const { return branch_sample_type_; }
+
+  // Timestamp / id of any record without a full parse; nullopt if absent.
+  std::optional<uint64_t> time_of(const RecordView& r) const;
+  std::optional<uint64_t> id_of(const RecordView& r) const;
+
+ private:
+  uint64_t sample_type_ = 0;
+  uint64_t read_format_ = 0;
+  uint64_t regs_user_ = 0;
+  uint64_t regs_intr_ = 0;
+  uint64_t branch_sample_type_ = 0;
+  bool sample_id_all_ = false;
+  size_t id_hdr_size_ = 0;
+  // Offsets from record start (sample) / from record end (trailer); -1 if absent.
+  int sample_time_off_ = -1;
+  int sample_id_off_ = -1;
+  int trailer_time_back_ = -1;
+  int trailer_id_back_ = -1;
+};
+
+// The sample_id trailer (fields present per sample_type).
+struct SampleId {
+  uint32_t pid = 0, tid = 0;
+  uint64_t time = 0;
+  uint64_t id = 0;
+  uint64_t stream_id = 0;
+  uint32_t cpu = 0;
+};
+
+// Parses the trailer at the end of a non-sample record; `body_end` is where the
+// record's own fields end (the trailer must follow exactly).
+Result<SampleId> parse_sample_id(const RecordView& r, const SampleLayout& layout);
+
+struct Sample {
+  uint64_t id = 0;  // IDENTIFIER or ID
+  uint64_t ip = 0;
+  uint32_t pid = 0, tid = 0;
+  uint64_t time = 0;
+  uint64_t addr = 0;
+  uint64_t stream_id = 0;
+  uint32_t cpu = 0;
+  uint64_t period = 0;
+  U64Array callchain;  // raw ips with context markers, leaf first
+  Bytes raw;           // PERF_SAMPLE_RAW payload
+  // Later fields (branch stack, regs, stack) are skipped with bounds checks.
+  static Result<Sample> parse(const RecordView& r, const SampleLayout& layout);
+};
+
+struct Mmap {  // MMAP (1)
+  uint32_t pid = 0, tid = 0;
+  uint64_t start = 0, len = 0, pgoff = 0;
+  std::string_view filename;
+  SampleId sample_id;
+  static Result<Mmap> parse(const RecordView& r, const SampleLayout& layout);
+};
+
+struct Mmap2 {  // MMAP2 (10)
+  uint32_t pid = 0, tid = 0;
+  uint64_t start = 0, len = 0, pgoff = 0;
+  uint32_t maj = 0, min = 0;
+  uint64_t ino = 0, ino_generation = 0;
+  uint8_t build_id_size = 0;  // non-zero iff misc has kMiscMmapBuildId
+  Bytes build_id;
+  uint32_t prot = 0, flags = 0;
+  std::string_view filename;
+  SampleId sample_id;
+  static Result<Mmap2> parse(const RecordView& r, const SampleLayout& layout);
+};
+
+struct Comm {  // COMM (3)
+  uint32_t pid = 0, tid = 0;
+  std::string_view comm;
+  SampleId sample_id;
+  static Result<Comm> parse(const RecordView& r, const SampleLayout& layout);
+};
+
+struct ForkExit {  // FORK (7) and EXIT (4)
+  uint32_t pid = 0, ppid = 0, tid = 0, ptid = 0;
+  uint64_t time = 0;
+  SampleId sample_id;
+  static Result<ForkExit> parse(const RecordView& r, const SampleLayout& layout);
+};
+
+struct Lost {  // LOST (2)
+  uint64_t id = 0, lost = 0;
+  SampleId sample_id;
+  static Result<Lost> parse(const RecordView& r, const SampleLayout& layout);
+};
+
+struct LostSamples {  // LOST_SAMPLES (13)
+  uint64_t lost = 0;
+  SampleId sample_id;
+  static Result<LostSamples> parse(const RecordView& r, const SampleLayout& layout);
+};
+
+struct Throttle {  // THROTTLE (5) and UNTHROTTLE (6)
+  uint64_t time = 0, id = 0, stream_id = 0;
+  SampleId sample_id;
+  static Result<Throttle> parse(const RecordView& r, const SampleLayout& layout);
+};
+
+struct Ksymbol {  // KSYMBOL (17)
+  uint64_t addr = 0;
+  uint32_t len = 0;
+  uint16_t ksym_type = 0;
+  uint16_t flags = 0;
+  std::string_view name;
+  SampleId sample_id;
+  bool unregister() const { return flags & kKsymFlagUnregister; }
+  static Result<Ksymbol> parse(const RecordView& r, const SampleLayout& layout);
+};
+
+struct BpfEvent {  // BPF_EVENT (18)
+  uint16_t type = 0;
+  uint16_t flags = 0;
+  uint32_t id = 0;
+  uint8_t tag[kBpfTagSize] = {};
+  SampleId sample_id;
+  static Result<BpfEvent> parse(const RecordView& r, const SampleLayout& layout);
+};
+
+}  // namespace bpfprof::perf

@@ -1,0 +1,72 @@
+// SPDX-License-Identifier: Apache-2.0
+// Feature sections: numbers, the values bpfprof writes, and their encoders and
+// decoders (shared perf-data-format.md section 8).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/byte_cursor.h"
+#include "base/error.h"
+#include "bpf/prog_info.h"
+#include "perf/abi.h"
+
+namespace bpfprof::perfdata {
+
+enum Feature : int {
+  kFeatTracingData = 1,
+  kFeatBuildId = 2,
+  kFeatHostname = 3,
+  kFeatOsRelease = 4,
+  kFeatVersion = 5,
+  kFeatArch = 6,
+  kFeatNrCpus = 7,
+  kFeatCpuDesc = 8,
+  kFeatCpuId = 9,
+  kFeatTotalMem = 10,
+  kFeatCmdline = 11,
+  kFeatEventDesc = 12,
+  kFeatSampleTime = 21,
+  kFeatClockId = 23,
+  kFeatBpfProgInfo = 25,
+  kFeatBpfBtf = 26,
+  kFeatCompressed = 27,
+  kFeatClockData = 29,
+  kFeatLast61 = 32,  // perf 6.1's HEADER_LAST_FEATURE
+};
+
+// What a file says about where and how it was recorded. Optional parts are
+// written only when set.
+struct Features {
+  std::optional<std::string> hostname, osrelease, version, arch;
+  std::optional<uint32_t> nr_cpus_avail, nr_cpus_online;
+  std::vector<std::string> cmdline;            // argv[0] = our binary path
+  std::optional<uint64_t> clockid_res_ns;      // CLOCKID
+  std::optional<uint64_t> first_sample_time, last_sample_time;  // SAMPLE_TIME
+  std::vector<bpf::ProgInfo> bpf_prog_info;    // BPF_PROG_INFO, keyed by info.id
+  std::vector<bpf::BtfBlob> bpf_btf;           // BPF_BTF
+  // EVENT_DESC is derived from the attrs by the writer.
+  // Sections bpfprof does not interpret (reader: kept raw by number).
+  std::map<int, std::vector<std::byte>> other;
+};
+
+// perf_header_string: u32 len (roundup(strlen+1, 64)) + NUL-padded bytes.
+void encode_string(std::vector<std::byte>& out, const std::string& s);
+Result<std::string> decode_string(ByteCursor& c, std::string_view field);
+
+// BPF_PROG_INFO: u32 count, then per program u32 info_len, u32 data_len,
+// u64 arrays, info (pointer fields hold offsets into data), data (arrays in
+// PERF_BPIL order, each padded to 8). Readers accept any info_len.
+std::vector<std::byte> encode_bpf_prog_info(const std::vector<bpf::ProgInfo>& progs);
+Result<std::vector<bpf::ProgInfo>> decode_bpf_prog_info(Bytes section, uint64_t base_offset);
+// BPF_BTF: u32 count, then per blob u32 id, u32 size, bytes.
+std::vector<std::byte> encode_bpf_btf(const std::vector<bpf::BtfBlob>& blobs);
+Result<std::vector<bpf::BtfBlob>> decode_bpf_btf(Bytes section, uint64_t base_offset);
+
+// Fills hostname/osrelease/arch (uname), nr cpus, version, clockid resolution.
+Features host_features();
+
+}  // namespace bpfprof::perfdata

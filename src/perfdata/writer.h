@@ -1,0 +1,70 @@
+// SPDX-License-Identifier: Apache-2.0
+// perf.data writer, file mode: header placeholder, id arrays and attrs up
+// front, the data section streamed in rounds, features and the final header at
+// close. On a write error the file is cut back to the last complete round and
+// its header rewritten, so what was recorded before stays readable.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "base/byte_cursor.h"
+#include "base/error.h"
+#include "base/unique_fd.h"
+#include "perfdata/features.h"
+
+namespace bpfprof::perfdata {
+
+struct AttrEntry {
+  perf_event_attr attr{};  // written with size kAttrSizeWritten
+  std::string name;        // EVENT_DESC name ("cpu-clock", "dummy:u"...)
+  std::vector<uint64_t> ids;
+};
+
+class FileWriter {
+ public:
+  // Creates `path` (mode 0600; fails if it cannot be created) and writes the
+  // placeholder header, ids and attrs. Attr ids may be added until the first
+  // append through attr_ids_mutable(); they are rewritten at close.
+  static Result<FileWriter> create(const std::string& path, std::vector<AttrEntry> attrs);
+
+  FileWriter(FileWriter&&) noexcept;
+  FileWriter& operator=(FileWriter&&) noexcept;
+  ~FileWriter();
+
+  // Appends whole records (buffered).
+  Status append(Bytes records);
+  // Appends a FINISHED_ROUND record, flushes, and marks everything so far as a
+  // complete round.
+  Status finish_round();
+  // Flushes, writes the features, rewrites the header. After a write error it
+  // cuts the data back to the last complete round and still writes the header.
+  Status close(const Features& features);
+  // Removes the file (recording failed before anything useful was written).
+  void abandon();
+
+  uint64_t data_bytes() const;    // bytes of data written so far (incl. buffered)
+  const std::string& path() const { return path_; }
+
+ private:
+  FileWriter() = default;
+  Status flush();
+  Status write_header(const std::vector<std::pair<int, uint64_t>>& sections,
+                      uint64_t features_bitmap[4]);
+
+  std::string path_;
+  UniqueFd fd_;
+  std::vector<AttrEntry> attrs_;
+  uint64_t data_offset_ = 0;      // file offset where data starts
+  uint64_t written_ = 0;          // data bytes on disk
+  uint64_t round_end_ = 0;        // data bytes on disk at the last complete round
+  std::vector<std::byte> buffer_;
+  bool failed_ = false;           // a write failed: only close() may follow
+  Error first_error_;
+};
+
+// Renames an existing `path` to `path + ".old"` (perf's convention). No error if absent.
+Status rotate_old(const std::string& path);
+
+}  // namespace bpfprof::perfdata
