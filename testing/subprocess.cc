@@ -1,0 +1,133 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "testing/subprocess.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <stdexcept>
+
+namespace bpfprof::testing {
+namespace {
+
+std::vector<char*> c_argv(const std::vector<std::string>& argv) {
+  std::vector<char*> out;
+  for (const auto& a : argv) out.push_back(const_cast<char*>(a.c_str()));
+  out.push_back(nullptr);
+  return out;
+}
+
+int decode_status(int status) {
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return -1;
+}
+
+pid_t spawn(const std::vector<std::string>& argv, int out_w, int err_w) {
+  auto args = c_argv(argv);
+  pid_t pid = fork();
+  if (pid == 0) {
+    int devnull = open("/dev/null", O_RDONLY);
+    dup2(devnull, 0);
+    dup2(out_w, 1);
+    dup2(err_w, 2);
+    execvp(args[0], args.data());
+    _exit(127);
+  }
+  return pid;
+}
+
+}  // namespace
+
+RunResult run(const std::vector<std::string>& argv) {
+  int out[2], err[2];
+  if (pipe2(out, O_CLOEXEC) || pipe2(err, O_CLOEXEC)) throw std::runtime_error("pipe");
+  pid_t pid = spawn(argv, out[1], err[1]);
+  close(out[1]);
+  close(err[1]);
+  RunResult r;
+  pollfd fds[2] = {{out[0], POLLIN, 0}, {err[0], POLLIN, 0}};
+  int open_fds = 2;
+  char buf[65536];
+  while (open_fds > 0) {
+    if (poll(fds, 2, -1) < 0) continue;
+    for (int i = 0; i < 2; i++) {
+      if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+      ssize_t n = read(fds[i].fd, buf, sizeof buf);
+      if (n > 0) {
+        (i == 0 ? r.out : r.err).append(buf, static_cast<size_t>(n));
+      } else if (n == 0 || errno != EINTR) {
+        close(fds[i].fd);
+        fds[i].fd = -1;
+        open_fds--;
+      }
+    }
+  }
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  r.exit_code = decode_status(status);
+  return r;
+}
+
+Background::Background(const std::vector<std::string>& argv) {
+  int out[2];
+  if (pipe2(out, O_CLOEXEC)) throw std::runtime_error("pipe");
+  pid_ = spawn(argv, out[1], 2);
+  close(out[1]);
+  out_fd_ = out[0];
+}
+
+Background::~Background() {
+  if (pid_ > 0) stop(SIGKILL);
+  if (out_fd_ >= 0) close(out_fd_);
+}
+
+std::string Background::wait_for_line(const std::string& prefix) {
+  char buf[4096];
+  for (;;) {
+    size_t nl;
+    while ((nl = buffered_.find('\n')) != std::string::npos) {
+      std::string line = buffered_.substr(0, nl);
+      buffered_.erase(0, nl + 1);
+      if (line.rfind(prefix, 0) == 0) return line;
+    }
+    ssize_t n = read(out_fd_, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return "";
+    buffered_.append(buf, static_cast<size_t>(n));
+  }
+}
+
+int Background::stop(int sig) {
+  if (pid_ <= 0) return -1;
+  kill(pid_, sig);
+  int status = 0;
+  while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+  }
+  pid_ = -1;
+  return decode_status(status);
+}
+
+TempDir::TempDir() {
+  const char* base = getenv("TMPDIR");
+  std::string tmpl = std::string(base && *base ? base : "/tmp") + "/bpfprof-test-XXXXXX";
+  if (!mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp");
+  path_ = tmpl;
+}
+
+TempDir::~TempDir() {
+  std::error_code ec;
+  std::filesystem::remove_all(path_, ec);
+}
+
+bool kernel_tests_required() {
+  const char* v = getenv("BPFPROF_REQUIRE_KERNEL");
+  return v && std::string(v) == "1";
+}
+
+}  // namespace bpfprof::testing
