@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# The main job: builds bpfprof, records its built-in BPF workload system-wide
+# (short-lived programs, bpf2bpf programs, one long-lived program) and prints
+# the report of which BPF programs burned the CPU.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+if [ "$(id -u)" -ne 0 ]; then exec sudo --preserve-env=BPFPROF_BUILD_DIR "$0" "$@"; fi
+
+scripts/install-deps.sh >/dev/null
+scripts/build.sh -DBPFPROF_TESTS=OFF >/dev/null
+build=${BPFPROF_BUILD_DIR:-build}
+out=${1:-demo.data}
+
+"$build/bin/bpfprof" record -a -g -F 999 -o "$out" -- \
+  "$build/bin/bpfprof-workload" --programs 30 --lifetime 50ms,200ms --subprog-programs 4 \
+  --long-lived 1s --truth "$out.truth.json" --quiet
+echo
+echo "== BPF programs and symbols by samples (perf report -i $out) =="
+perf report -i "$out" --stdio --no-children --sort sym 2>/dev/null | grep -v '^$' | head -40

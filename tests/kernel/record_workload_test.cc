@@ -1,0 +1,272 @@
+// SPDX-License-Identifier: Apache-2.0
+// Records the BPF workload system-wide with `bpfprof record` and checks, from
+// the file alone, every program of the workload's ground truth: KSYMBOL
+// register/unregister and BPF_EVENT load/unload with matching id, tag,
+// addresses, lengths and names; a program loaded before recording is
+// synthesized; stored enrichment; and that Linux perf reads the file.
+#include <signal.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <set>
+#include <sstream>
+
+#include <gtest/gtest.h>
+
+#include "perf/abi.h"
+#include "testing/subprocess.h"
+#include "tests/kernel/recording.h"
+
+namespace bpfprof::testing {
+namespace {
+
+const std::string kBin = BPFPROF_BIN_DIR;
+
+struct Fixture {
+  TempDir dir;
+  std::string data, truth, hold_truth;
+  RunResult record;
+  std::string skip_reason;
+  Recording rec;
+  std::vector<TruthProgram> programs;  // the recorded workload
+  TruthProgram held;                   // loaded before recording started
+};
+Fixture* g = nullptr;
+
+class RecordWorkloadTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    g = new Fixture;
+    g->data = g->dir.file("rec.data");
+    g->truth = g->dir.file("truth.json");
+    g->hold_truth = g->dir.file("hold.json");
+
+    RunResult probe = run({kBin + "/bpfprof-workload", "--probe"});
+    if (probe.exit_code != 0) {
+      g->skip_reason = "BPF refused by this kernel: " + probe.out + probe.err;
+      return;
+    }
+    // A program loaded before the recording starts and unloaded after it ends.
+    Background hold({kBin + "/bpfprof-workload", "--hold", "--truth", g->hold_truth, "--quiet"});
+    std::string ready = hold.wait_for_line("ready");
+    ASSERT_FALSE(ready.empty()) << "bpfprof-workload --hold never became ready";
+
+    g->record = run({kBin + "/bpfprof", "record", "-a", "-g", "-F", "999", "-q", "-o", g->data, "--",
+                     kBin + "/bpfprof-workload", "--programs", "24", "--lifetime",
+                     "500us,2ms,10ms,50ms", "--subprog-programs", "3", "--long-lived", "1500ms",
+                     "--threads", "2", "--truth", g->truth, "--quiet"});
+    if (g->record.exit_code == 2 && g->record.err.find("ermission") != std::string::npos) {
+      g->skip_reason = "recording refused: " + g->record.err;
+      return;
+    }
+    ASSERT_EQ(hold.stop(SIGINT), 0);
+    ASSERT_EQ(g->record.exit_code, 0) << g->record.err;
+    g->rec = read_recording(g->data);
+    g->programs = read_truth(g->truth);
+    auto held = read_truth(g->hold_truth);
+    ASSERT_EQ(held.size(), 1u);
+    g->held = held[0];
+  }
+  static void TearDownTestSuite() {
+    delete g;
+    g = nullptr;
+  }
+  void SetUp() override {
+    ASSERT_NE(g, nullptr);
+    if (!g->skip_reason.empty()) BPFPROF_KERNEL_SKIP(g->skip_reason);
+    ASSERT_FALSE(g->programs.empty()) << "no workload truth; record stderr: " << g->record.err;
+  }
+
+  static std::vector<const KsymbolEvent*> ksyms_at(uint64_t addr, bool unregister) {
+    std::vector<const KsymbolEvent*> out;
+    for (const auto& k : g->rec.ksymbols)
+      if (k.addr == addr && k.unregister == unregister) out.push_back(&k);
+    return out;
+  }
+  static std::vector<const BpfLifecycleEvent*> bpf_events(uint32_t id, uint16_t type) {
+    std::vector<const BpfLifecycleEvent*> out;
+    for (const auto& b : g->rec.bpf_events)
+      if (b.id == id && b.type == type) out.push_back(&b);
+    return out;
+  }
+};
+
+TEST_F(RecordWorkloadTest, WorkloadRanEveryKindOfProgram) {
+  std::map<std::string, int> kinds;
+  for (const auto& p : g->programs) kinds[p.kind]++;
+  EXPECT_EQ(kinds["burner"], 24);
+  EXPECT_EQ(kinds["subprog"], 3);
+  EXPECT_EQ(kinds["long-lived"], 1);
+}
+
+TEST_F(RecordWorkloadTest, EveryProgramHasLoadAndUnloadEvents) {
+  for (const auto& p : g->programs) {
+    SCOPED_TRACE("program " + std::to_string(p.id) + " " + p.name);
+    auto loads = bpf_events(p.id, perf::kBpfEventProgLoad);
+    auto unloads = bpf_events(p.id, perf::kBpfEventProgUnload);
+    ASSERT_EQ(loads.size(), 1u);
+    ASSERT_EQ(unloads.size(), 1u);
+    EXPECT_EQ(loads[0]->tag, p.tag);
+    EXPECT_EQ(unloads[0]->tag, p.tag);
+    EXPECT_GT(loads[0]->time, 0u) << "loaded during recording, so not synthesized";
+    EXPECT_LE(loads[0]->time, p.load_ns) << "the kernel reports the load inside the bpf() call";
+    EXPECT_GE(unloads[0]->time, p.unload_ns - (p.unload_ns - p.load_ns))
+        << "unload reported before the load";
+    EXPECT_GT(unloads[0]->time, loads[0]->time);
+  }
+}
+
+TEST_F(RecordWorkloadTest, EveryFunctionHasKsymbolRegisterAndUnregister) {
+  size_t functions = 0;
+  for (const auto& p : g->programs) {
+    for (const auto& f : p.functions) {
+      SCOPED_TRACE(f.ksym);
+      functions++;
+      auto load = bpf_events(p.id, perf::kBpfEventProgLoad);
+      auto unload = bpf_events(p.id, perf::kBpfEventProgUnload);
+      ASSERT_EQ(load.size(), 1u);
+      ASSERT_EQ(unload.size(), 1u);
+      // The JIT address may be reused by a later program: pick the register
+      // that belongs to this program's lifetime.
+      const KsymbolEvent* reg = nullptr;
+      for (const auto* k : ksyms_at(f.addr, false))
+        if (k->time <= load[0]->time && k->time + 1'000'000'000 > load[0]->time &&
+            (!reg || k->time > reg->time))
+          reg = k;
+      ASSERT_NE(reg, nullptr) << "no KSYMBOL register at the function's address";
+      EXPECT_EQ(reg->name, f.ksym);
+      EXPECT_EQ(reg->len, f.len);
+      EXPECT_EQ(reg->type, perf::kKsymTypeBpf);
+      const KsymbolEvent* unreg = nullptr;
+      for (const auto* k : ksyms_at(f.addr, true))
+        if (k->time >= load[0]->time && k->time <= unload[0]->time && (!unreg || k->time < unreg->time))
+          unreg = k;
+      ASSERT_NE(unreg, nullptr) << "no KSYMBOL unregister during the program's lifetime";
+      EXPECT_EQ(unreg->name, f.ksym);
+      EXPECT_EQ(unreg->len, f.len);
+    }
+  }
+  EXPECT_GE(functions, 24u + 3u * 3u + 1u);
+}
+
+TEST_F(RecordWorkloadTest, EachProgramIsLoadedOnce) {
+  std::map<uint32_t, int> loads, unloads;
+  for (const auto& b : g->rec.bpf_events) (b.type == perf::kBpfEventProgLoad ? loads : unloads)[b.id]++;
+  for (const auto& [id, n] : loads) EXPECT_EQ(n, 1) << "program " << id << " loaded twice";
+  for (const auto& [id, n] : unloads) EXPECT_EQ(n, 1) << "program " << id << " unloaded twice";
+}
+
+TEST_F(RecordWorkloadTest, ProgramLoadedBeforeRecordingIsSynthesized) {
+  const TruthProgram& p = g->held;
+  auto loads = bpf_events(p.id, perf::kBpfEventProgLoad);
+  ASSERT_EQ(loads.size(), 1u);
+  EXPECT_EQ(loads[0]->time, 0u) << "synthesized records carry time 0";
+  EXPECT_EQ(loads[0]->tag, p.tag);
+  EXPECT_TRUE(bpf_events(p.id, perf::kBpfEventProgUnload).empty()) << "unloaded after recording";
+  ASSERT_FALSE(p.functions.empty());
+  for (const auto& f : p.functions) {
+    auto regs = ksyms_at(f.addr, false);
+    ASSERT_EQ(regs.size(), 1u) << f.ksym;
+    EXPECT_EQ(regs[0]->time, 0u);
+    EXPECT_EQ(regs[0]->name, f.ksym) << "synthesized name must be the kernel's own";
+    EXPECT_EQ(regs[0]->len, f.len);
+  }
+  ASSERT_EQ(g->rec.prog_info.count(p.id), 1u) << "synthesized program has stored info";
+}
+
+TEST_F(RecordWorkloadTest, SynthesisCoversKernelAndThreads) {
+  EXPECT_GT(g->rec.synthesized_mmaps, 1u) << "kernel map and process maps at time 0";
+}
+
+TEST_F(RecordWorkloadTest, EnrichmentStoredForProgramsThatLivedLongEnough) {
+  std::map<std::string, std::pair<int, int>> by_lifetime;  // kind/lifetime -> (stored, total)
+  for (const auto& p : g->programs) {
+    uint64_t life = p.unload_ns - p.load_ns;
+    std::string cls = life < 1'000'000 ? "<1ms" : life < 10'000'000 ? "1-10ms" : ">=10ms";
+    auto it = g->rec.prog_info.find(p.id);
+    bool stored = it != g->rec.prog_info.end();
+    by_lifetime[cls].second++;
+    if (stored) {
+      by_lifetime[cls].first++;
+      const bpf::ProgInfo& info = it->second;
+      ASSERT_EQ(info.jited_ksyms.size(), p.functions.size()) << p.name;
+      for (size_t i = 0; i < p.functions.size(); i++) {
+        EXPECT_EQ(info.jited_ksyms[i], p.functions[i].addr);
+        EXPECT_EQ(info.jited_func_lens[i], p.functions[i].len);
+      }
+      EXPECT_FALSE(info.jited_insns.empty()) << p.name;
+      EXPECT_FALSE(info.line_info.empty()) << p.name;
+      EXPECT_EQ(g->rec.btf_sizes.count(info.info.btf_id), 1u) << "BTF of " << p.name;
+    } else {
+      EXPECT_LT(life, 10'000'000u) << p.name << " lived " << life << " ns and has no stored info";
+    }
+  }
+  for (const auto& [cls, v] : by_lifetime)
+    std::printf("enrichment: lifetime %s: %d of %d programs have stored info\n", cls.c_str(),
+                v.first, v.second);
+}
+
+TEST_F(RecordWorkloadTest, UnloadDelayIsMeasured) {
+  std::vector<int64_t> delays;
+  for (const auto& p : g->programs) {
+    auto unload = bpf_events(p.id, perf::kBpfEventProgUnload);
+    if (unload.size() == 1) delays.push_back(static_cast<int64_t>(unload[0]->time) - static_cast<int64_t>(p.unload_ns));
+  }
+  ASSERT_FALSE(delays.empty());
+  std::sort(delays.begin(), delays.end());
+  std::printf("unload delay after the workload's close: median %lld us, max %lld us (%zu programs)\n",
+              static_cast<long long>(delays[delays.size() / 2] / 1000),
+              static_cast<long long>(delays.back() / 1000), delays.size());
+  // The enricher releases its reference as soon as the info is read: never a
+  // second (perf's side-band thread is measured at 4-11 ms here).
+  EXPECT_LT(delays.back(), 1'000'000'000);
+}
+
+TEST_F(RecordWorkloadTest, LinuxPerfScriptNamesBpfSamples) {
+  const TruthProgram* longest = nullptr;
+  for (const auto& p : g->programs)
+    if (p.kind == "long-lived") longest = &p;
+  ASSERT_NE(longest, nullptr);
+  ASSERT_EQ(longest->functions.size(), 1u);
+  const TruthFunction& f = longest->functions[0];
+
+  RunResult script = run({"perf", "script", "-i", g->data, "-F", "time,ip,sym", "-G", "--ns"});
+  ASSERT_EQ(script.exit_code, 0) << script.err;
+  EXPECT_EQ(script.err, "") << "perf script warned";
+
+  // Lines: "<sec>.<nsec>: <ip hex> <sym>". Times are CLOCK_MONOTONIC like the truth.
+  std::istringstream lines(script.out);
+  std::string line;
+  size_t in_range = 0, named = 0, total = 0;
+  while (std::getline(lines, line)) {
+    unsigned long long sec = 0, nsec = 0, ip = 0;
+    char sym[512] = {0};
+    if (std::sscanf(line.c_str(), " %llu.%llu: %llx %511s", &sec, &nsec, &ip, sym) < 3) continue;
+    total++;
+    uint64_t t = sec * 1'000'000'000ull + nsec;
+    if (ip < f.addr || ip >= f.addr + f.len || t < longest->load_ns || t > longest->unload_ns) continue;
+    in_range++;
+    if (f.ksym == sym) named++;
+  }
+  std::printf("perf script: %zu samples, %zu inside %s, %zu named by perf\n", total, in_range,
+              f.ksym.c_str(), named);
+  EXPECT_EQ(total, g->rec.samples.size()) << "perf script printed every sample";
+  ASSERT_GE(in_range, 50u) << "the long-lived program burned 1.5 s at 999 Hz";
+  EXPECT_EQ(named, in_range);
+}
+
+TEST_F(RecordWorkloadTest, OurReaderSeesSamplesInTheLongLivedProgram) {
+  for (const auto& p : g->programs) {
+    if (p.kind != "long-lived") continue;
+    size_t n = 0;
+    for (const auto& s : g->rec.samples)
+      for (const auto& f : p.functions)
+        if (s.ip >= f.addr && s.ip < f.addr + f.len && s.time >= p.load_ns && s.time <= p.unload_ns) n++;
+    EXPECT_GE(n, 50u);
+  }
+}
+
+}  // namespace
+}  // namespace bpfprof::testing
