@@ -13,23 +13,29 @@
 
 namespace bpfprof::bpf {
 
+// One "[bpf]" line of /proc/kallsyms: a BPF program function, trampoline or dispatcher.
+struct KallsymsEntry {
+  uint64_t addr = 0;
+  std::string name;
+};
+
 // Ids of all loaded programs (BPF_PROG_GET_NEXT_ID).
 Result<std::vector<uint32_t>> list_prog_ids();
 // A reference to program `id`; kNotFound if it is gone.
 Result<UniqueFd> prog_fd_by_id(uint32_t id);
 // bpf_prog_info with every array bpfprof stores (JITed image and ksyms, func
 // lens, func/line info, jited line info, prog tags), fetched in two phases.
-// Fills ksym_names from `kallsyms` when given, else by the kernel's naming rule
-// (needs `btf` for BTF function names).
+// Fills ksym_names by the kernel's naming rule, fetching the program's BTF for
+// function names when it has one.
 Result<ProgInfo> read_prog_info(int prog_fd);
+// As above, with names taken from `kallsyms` where it has them and computed
+// with `btf` otherwise (when `btf` is null and a name must be computed, the
+// program's BTF is fetched by info.btf_id).
+Result<ProgInfo> read_prog_info(int prog_fd, const std::vector<KallsymsEntry>& kallsyms,
+                                const BtfBlob* btf);
 // Raw BTF of object `btf_id`.
 Result<BtfBlob> read_btf(uint32_t btf_id);
 
-// One "[bpf]" line of /proc/kallsyms: a BPF program function, trampoline or dispatcher.
-struct KallsymsEntry {
-  uint64_t addr = 0;
-  std::string name;
-};
 // Every [bpf] entry of /proc/kallsyms, sorted by address. Addresses are 0 when
 // kptr_restrict hides them (the caller then falls back to computed names).
 Result<std::vector<KallsymsEntry>> read_kallsyms_bpf(const std::string& path = "/proc/kallsyms");
@@ -38,5 +44,7 @@ Result<std::vector<KallsymsEntry>> read_kallsyms_bpf(const std::string& path = "
 // present, else ksym_name(tag, BTF func name or info.name) as the kernel does.
 void resolve_ksym_names(ProgInfo& info, const std::vector<KallsymsEntry>& kallsyms,
                         const BtfBlob* btf);
+// True when `kallsyms` names every function of `info` (no BTF needed to resolve).
+bool ksym_names_covered(const ProgInfo& info, const std::vector<KallsymsEntry>& kallsyms);
 
 }  // namespace bpfprof::bpf

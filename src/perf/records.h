@@ -26,6 +26,9 @@ static_assert(sizeof(RecordHeader) == 8);
 struct RecordView {
   RecordHeader header;
   Bytes bytes;
+  // Absolute position of the record in its input (file offset or ring
+  // position), so parse errors can point at the byte that is wrong.
+  uint64_t offset = 0;
   uint16_t cpumode() const { return header.misc & kMiscCpumodeMask; }
 };
 
@@ -89,8 +92,10 @@ struct SampleId {
   uint32_t cpu = 0;
 };
 
-// Parses the trailer at the end of a non-sample record; `body_end` is where the
-// record's own fields end (the trailer must follow exactly).
+// Parses the trailer in the last id_hdr_size() bytes of a non-sample record
+// (all zero without sample_id_all). The typed parsers below additionally
+// require their own fields to end exactly where the trailer starts
+// (Errc::kBadRecord otherwise).
 Result<SampleId> parse_sample_id(const RecordView& r, const SampleLayout& layout);
 
 struct Sample {

@@ -112,9 +112,7 @@ TEST_F(RecordWorkloadTest, EveryProgramHasLoadAndUnloadEvents) {
     EXPECT_EQ(unloads[0]->tag, p.tag);
     EXPECT_GT(loads[0]->time, 0u) << "loaded during recording, so not synthesized";
     EXPECT_LE(loads[0]->time, p.load_ns) << "the kernel reports the load inside the bpf() call";
-    EXPECT_GE(unloads[0]->time, p.unload_ns - (p.unload_ns - p.load_ns))
-        << "unload reported before the load";
-    EXPECT_GT(unloads[0]->time, loads[0]->time);
+    EXPECT_GE(unloads[0]->time, p.load_ns) << "unload reported before the load finished";
   }
 }
 
