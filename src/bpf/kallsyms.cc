@@ -1,0 +1,143 @@
+// SPDX-License-Identifier: Apache-2.0
+// /proc/kallsyms [bpf] entries and the names the kernel gives JIT'd functions.
+#include <bpf/btf.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string_view>
+
+#include "bpf/query.h"
+
+namespace bpfprof::bpf {
+namespace {
+
+struct BtfDeleter {
+  void operator()(btf* b) const { btf__free(b); }
+};
+using BtfPtr = std::unique_ptr<btf, BtfDeleter>;
+
+struct FileCloser {
+  void operator()(std::FILE* f) const { std::fclose(f); }
+};
+
+// "ffffffffc0026b20 t bpf_prog_4749fad006b00537_query_main\t[bpf]" -> entry.
+bool parse_bpf_line(std::string_view line, KallsymsEntry& out) {
+  constexpr std::string_view kSuffix = "\t[bpf]";
+  if (line.size() < kSuffix.size() || line.substr(line.size() - kSuffix.size()) != kSuffix) {
+    return false;
+  }
+  line.remove_suffix(kSuffix.size());
+  size_t sp1 = line.find(' ');
+  if (sp1 == std::string_view::npos || sp1 + 3 > line.size() || line[sp1 + 2] != ' ') return false;
+  uint64_t addr = 0;
+  auto [end, ec] = std::from_chars(line.data(), line.data() + sp1, addr, 16);
+  if (ec != std::errc() || end != line.data() + sp1) return false;
+  std::string_view name = line.substr(sp1 + 3);
+  if (name.empty()) return false;
+  out.addr = addr;
+  out.name.assign(name);
+  return true;
+}
+
+// BTF name of the FUNC that func_info[i] points at; empty if unavailable.
+std::string btf_func_name(const ProgInfo& info, const btf* b, size_t i) {
+  uint32_t rec = info.info.func_info_rec_size;
+  if (!b || rec < sizeof(bpf_func_info) || (i + 1) * rec > info.func_info.size()) return {};
+  bpf_func_info fi;
+  std::memcpy(&fi, info.func_info.data() + i * rec, sizeof fi);
+  const btf_type* t = btf__type_by_id(b, fi.type_id);
+  if (!t) return {};
+  const char* name = btf__name_by_offset(b, t->name_off);
+  return name ? name : "";
+}
+
+using EntryIt = std::vector<KallsymsEntry>::const_iterator;
+
+// The entries at `addr`; none for a hidden (zero) address.
+std::pair<EntryIt, EntryIt> entries_at(const std::vector<KallsymsEntry>& kallsyms, uint64_t addr) {
+  if (addr == 0) return {kallsyms.end(), kallsyms.end()};
+  return std::equal_range(kallsyms.begin(), kallsyms.end(), KallsymsEntry{addr, {}},
+                          [](const KallsymsEntry& a, const KallsymsEntry& b) { return a.addr < b.addr; });
+}
+
+// The kernel's rule, established on Linux 6.18 (x86-64, JIT on) by
+// ksym_names_test.cc, which compares our names with the PERF_RECORD_KSYMBOL
+// records of a dummy event and with /proc/kallsyms:
+//  - function 0 uses info.tag, the tag of the whole program. prog_tags[0] is
+//    the tag of the main function's own instructions and differs for a bpf2bpf
+//    program (seen: kernel bpf_prog_4749fad006b00537_query_main, prog_tags[0]
+//    c3b2e3dd8815b351) -- the tag perf 6.1 wrongly uses. For one function the
+//    two are equal.
+//  - function i > 0 uses prog_tags[i].
+//  - the suffix is the BTF FUNC name of func_info[i] (full length, where
+//    info.name is cut to 15 chars); without BTF it is info.name for function 0
+//    (nothing, not even "_", when the program has no name) and "F" for every
+//    subprogram (seen: bpf_prog_59f4a931744dcdc6_F for a program named raw_calls).
+//  - KSYMBOL and kallsyms agree and hold one entry per function address; the
+//    kernel does not register function 0 separately from the program.
+std::string computed_ksym_name(const ProgInfo& info, const btf* b, size_t i) {
+  Tag tag = (i == 0 || i >= info.prog_tags.size()) ? info.tag() : info.prog_tags[i];
+  std::string func = i < info.info.nr_func_info ? btf_func_name(info, b, i) : "";
+  if (func.empty()) func = i == 0 ? info.name() : "F";
+  return ksym_name(tag, func);
+}
+
+}  // namespace
+
+Result<std::vector<KallsymsEntry>> read_kallsyms_bpf(const std::string& path) {
+  std::unique_ptr<std::FILE, FileCloser> f(std::fopen(path.c_str(), "re"));
+  if (!f) return make_sys_error("opening " + path, errno);
+  std::vector<KallsymsEntry> out;
+  char* buf = nullptr;
+  size_t cap = 0;
+  ssize_t n;
+  errno = 0;
+  while ((n = getline(&buf, &cap, f.get())) >= 0) {
+    std::string_view line(buf, static_cast<size_t>(n));
+    if (!line.empty() && line.back() == '\n') line.remove_suffix(1);
+    KallsymsEntry e;
+    if (parse_bpf_line(line, e)) out.push_back(std::move(e));
+  }
+  int err = std::ferror(f.get()) ? errno : 0;
+  std::free(buf);
+  if (err) return make_sys_error("reading " + path, err);
+  std::stable_sort(out.begin(), out.end(),
+                   [](const KallsymsEntry& a, const KallsymsEntry& b) { return a.addr < b.addr; });
+  return out;
+}
+
+bool ksym_names_covered(const ProgInfo& info, const std::vector<KallsymsEntry>& kallsyms) {
+  for (uint64_t addr : info.jited_ksyms) {
+    auto [it, end] = entries_at(kallsyms, addr);
+    if (it == end) return false;
+  }
+  return true;
+}
+
+void resolve_ksym_names(ProgInfo& info, const std::vector<KallsymsEntry>& kallsyms,
+                        const BtfBlob* btf) {
+  BtfPtr parsed;
+  if (btf && !btf->data.empty()) {
+    // On failure names fall back to the no-BTF rule: best effort, never an error.
+    parsed.reset(btf__new(btf->data.data(), static_cast<__u32>(btf->data.size())));
+  }
+  const size_t n = info.jited_ksyms.size();
+  info.ksym_names.assign(n, {});
+  for (size_t i = 0; i < n; ++i) {
+    std::string computed = computed_ksym_name(info, parsed.get(), i);
+    auto [it, end] = entries_at(kallsyms, info.jited_ksyms[i]);
+    // Kernels that listed two names at one address would leave it ambiguous;
+    // then the one matching the rule wins, else the first.
+    if (it != end && std::none_of(it, end, [&](const KallsymsEntry& e) { return e.name == computed; })) {
+      computed = it->name;
+    }
+    info.ksym_names[i] = std::move(computed);
+  }
+}
+
+}  // namespace bpfprof::bpf

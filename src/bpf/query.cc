@@ -1,0 +1,191 @@
+// SPDX-License-Identifier: Apache-2.0
+// Program enumeration, bpf_prog_info and BTF fetches through libbpf. libbpf 1.x
+// reports failure as -errno (ints) or NULL with errno set (pointers); each call
+// site turns that into an Error naming the operation and the object.
+#include "bpf/query.h"
+
+#include <bpf/bpf.h>
+#include <bpf/btf.h>
+
+#include <cerrno>
+#include <cstring>
+#include <memory>
+#include <string>
+
+namespace bpfprof::bpf {
+namespace {
+
+struct BtfDeleter {
+  void operator()(btf* b) const { btf__free(b); }
+};
+using BtfPtr = std::unique_ptr<btf, BtfDeleter>;
+
+// An array the second bpf_obj_get_info_by_fd call fills: where its pointer,
+// count and record size live in bpf_prog_info, and the buffer we hand over.
+struct ArraySpec {
+  const char* name;
+  __u64 bpf_prog_info::*ptr;
+  __u32 bpf_prog_info::*count;
+  __u32 bpf_prog_info::*rec_size;  // nullptr: fixed element size below
+  uint32_t fixed_size;
+};
+
+// The arrays bpfprof stores (perf's PERF_BPIL set 0x1F9).
+constexpr ArraySpec kArrays[] = {
+    {"jited_prog_insns", &bpf_prog_info::jited_prog_insns, &bpf_prog_info::jited_prog_len,
+     nullptr, 1},
+    {"jited_ksyms", &bpf_prog_info::jited_ksyms, &bpf_prog_info::nr_jited_ksyms, nullptr,
+     sizeof(uint64_t)},
+    {"jited_func_lens", &bpf_prog_info::jited_func_lens, &bpf_prog_info::nr_jited_func_lens,
+     nullptr, sizeof(uint32_t)},
+    {"func_info", &bpf_prog_info::func_info, &bpf_prog_info::nr_func_info,
+     &bpf_prog_info::func_info_rec_size, 0},
+    {"line_info", &bpf_prog_info::line_info, &bpf_prog_info::nr_line_info,
+     &bpf_prog_info::line_info_rec_size, 0},
+    {"jited_line_info", &bpf_prog_info::jited_line_info, &bpf_prog_info::nr_jited_line_info,
+     &bpf_prog_info::jited_line_info_rec_size, 0},
+    {"prog_tags", &bpf_prog_info::prog_tags, &bpf_prog_info::nr_prog_tags, nullptr,
+     BPF_TAG_SIZE},
+};
+constexpr size_t kNumArrays = sizeof kArrays / sizeof kArrays[0];
+
+// Every pointer field of bpf_prog_info, including arrays we never request.
+constexpr __u64 bpf_prog_info::*kPointerFields[] = {
+    &bpf_prog_info::jited_prog_insns, &bpf_prog_info::xlated_prog_insns,
+    &bpf_prog_info::map_ids,          &bpf_prog_info::jited_ksyms,
+    &bpf_prog_info::jited_func_lens,  &bpf_prog_info::func_info,
+    &bpf_prog_info::line_info,        &bpf_prog_info::jited_line_info,
+    &bpf_prog_info::prog_tags,
+};
+
+// Guard against absurd counts from a confused kernel before allocating.
+constexpr size_t kMaxArrayBytes = size_t{1} << 30;
+
+uint32_t rec_size_of(const ArraySpec& a, const bpf_prog_info& info) {
+  return a.rec_size ? info.*a.rec_size : a.fixed_size;
+}
+
+Status get_info(int fd, bpf_prog_info& info, const char* phase) {
+  __u32 len = sizeof info;
+  int rc = bpf_obj_get_info_by_fd(fd, &info, &len);
+  if (rc < 0) {
+    return make_sys_error(std::string("bpf_obj_get_info_by_fd (") + phase + ") on fd " +
+                              std::to_string(fd),
+                          -rc);
+  }
+  return ok_status();
+}
+
+// Copies `bytes` from a filled buffer into a typed vector of `count` elements.
+template <class T>
+std::vector<T> to_vector(const std::vector<std::byte>& buf, uint32_t count) {
+  std::vector<T> out(count);
+  if (count) std::memcpy(out.data(), buf.data(), count * sizeof(T));
+  return out;
+}
+
+}  // namespace
+
+Result<std::vector<uint32_t>> list_prog_ids() {
+  std::vector<uint32_t> ids;
+  uint32_t id = 0;
+  for (;;) {
+    uint32_t next = 0;
+    int rc = bpf_prog_get_next_id(id, &next);
+    if (rc == -ENOENT) break;
+    if (rc < 0) return make_sys_error("bpf_prog_get_next_id after " + std::to_string(id), -rc);
+    ids.push_back(next);
+    id = next;
+  }
+  return ids;
+}
+
+Result<UniqueFd> prog_fd_by_id(uint32_t id) {
+  int fd = bpf_prog_get_fd_by_id(id);
+  if (fd == -ENOENT) return make_error(Errc::kNotFound, "program " + std::to_string(id) + " is gone");
+  if (fd < 0) return make_sys_error("bpf_prog_get_fd_by_id " + std::to_string(id), -fd);
+  return UniqueFd(fd);
+}
+
+Result<ProgInfo> read_prog_info(int prog_fd) {
+  return read_prog_info(prog_fd, {}, nullptr);
+}
+
+Result<ProgInfo> read_prog_info(int prog_fd, const std::vector<KallsymsEntry>& kallsyms,
+                                const BtfBlob* btf) {
+  // Phase 1: zeroed info, so the kernel only reports counts and record sizes.
+  bpf_prog_info first{};
+  BPFPROF_TRY(get_info(prog_fd, first, "counts"));
+  const std::string who = "program " + std::to_string(first.id);
+
+  // Phase 2: the same counts with buffers for every array we store.
+  bpf_prog_info second{};
+  std::vector<std::byte> bufs[kNumArrays];
+  for (size_t i = 0; i < kNumArrays; ++i) {
+    const ArraySpec& a = kArrays[i];
+    uint32_t count = first.*a.count;
+    uint32_t rec = rec_size_of(a, first);
+    size_t bytes = 0;
+    if (__builtin_mul_overflow(size_t{count}, size_t{rec}, &bytes) || bytes > kMaxArrayBytes) {
+      return make_error(Errc::kBadRecord, who + ": " + a.name + " of " + std::to_string(count) +
+                                              " x " + std::to_string(rec) + " bytes is too large");
+    }
+    bufs[i].resize(bytes);
+    second.*a.count = count;
+    if (a.rec_size) second.*a.rec_size = rec;
+    second.*a.ptr = count ? reinterpret_cast<uintptr_t>(bufs[i].data()) : 0;
+  }
+  if (Status s = get_info(prog_fd, second, "arrays"); !s.ok()) {
+    return std::move(s).error().with_context(who);
+  }
+
+  ProgInfo out;
+  for (size_t i = 0; i < kNumArrays; ++i) {
+    const ArraySpec& a = kArrays[i];
+    // The kernel writes min(ours, actual) elements but reports the actual count:
+    // a larger count means the program changed under us and our copy is partial.
+    if (second.*a.count > first.*a.count || rec_size_of(a, second) != rec_size_of(a, first)) {
+      return make_error(Errc::kInternal,
+                        who + ": " + a.name + " changed between the two bpf_obj_get_info_by_fd calls");
+    }
+    bufs[i].resize(size_t{second.*a.count} * rec_size_of(a, second));
+  }
+  if (second.jited_line_info_rec_size != 0 && second.jited_line_info_rec_size != sizeof(uint64_t)) {
+    return make_error(Errc::kUnsupported, who + ": jited_line_info_rec_size " +
+                                              std::to_string(second.jited_line_info_rec_size));
+  }
+  out.jited_insns.resize(bufs[0].size());
+  if (!bufs[0].empty()) std::memcpy(out.jited_insns.data(), bufs[0].data(), bufs[0].size());
+  out.jited_ksyms = to_vector<uint64_t>(bufs[1], second.nr_jited_ksyms);
+  out.jited_func_lens = to_vector<uint32_t>(bufs[2], second.nr_jited_func_lens);
+  out.func_info = std::move(bufs[3]);
+  out.line_info = std::move(bufs[4]);
+  out.jited_line_info = to_vector<uint64_t>(bufs[5], second.nr_jited_line_info);
+  out.prog_tags = to_vector<Tag>(bufs[6], second.nr_prog_tags);
+  for (auto field : kPointerFields) second.*field = 0;
+  out.info = second;
+
+  // Names: kallsyms where it has them; BTF only when something must be computed.
+  BtfBlob own_btf;
+  if (!btf && out.info.btf_id != 0 && !ksym_names_covered(out, kallsyms)) {
+    BPFPROF_ASSIGN_OR_RETURN(own_btf, read_btf(out.info.btf_id));
+    btf = &own_btf;
+  }
+  resolve_ksym_names(out, kallsyms, btf);
+  return out;
+}
+
+Result<BtfBlob> read_btf(uint32_t btf_id) {
+  BtfPtr b(btf__load_from_kernel_by_id(btf_id));
+  if (!b) return make_sys_error("btf__load_from_kernel_by_id " + std::to_string(btf_id), errno);
+  __u32 size = 0;
+  const void* raw = btf__raw_data(b.get(), &size);
+  if (!raw) return make_sys_error("btf__raw_data of BTF " + std::to_string(btf_id), errno);
+  BtfBlob blob;
+  blob.id = btf_id;
+  blob.data.resize(size);
+  std::memcpy(blob.data.data(), raw, size);
+  return blob;
+}
+
+}  // namespace bpfprof::bpf
