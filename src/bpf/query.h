@@ -41,7 +41,9 @@ Result<BtfBlob> read_btf(uint32_t btf_id);
 Result<std::vector<KallsymsEntry>> read_kallsyms_bpf(const std::string& path = "/proc/kallsyms");
 
 // Fills info.ksym_names: the kallsyms name at each jited_ksyms address where
-// present, else ksym_name(tag, BTF func name or info.name) as the kernel does.
+// present, else the kernel's rule (kallsyms.cc): ksym_name(info.tag for
+// function 0 / prog_tags[i] after, BTF func name of func_info[i], or without
+// BTF info.name for function 0 and "F" for subprograms).
 void resolve_ksym_names(ProgInfo& info, const std::vector<KallsymsEntry>& kallsyms,
                         const BtfBlob* btf);
 // True when `kallsyms` names every function of `info` (no BTF needed to resolve).
