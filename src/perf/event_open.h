@@ -59,7 +59,9 @@ struct SidebandConfig {
   uint32_t wakeup_watermark = 0;   // bytes, used when wakeup_events == 0
 };
 // A PERF_COUNT_SW_DUMMY event carrying only side-band records, same sample_type
-// as the sampling attr so trailers match across attrs.
+// as the sampling attr so trailers match across attrs. Unlike the sampling
+// attr it is not `disabled`: side-band records flow as soon as it is opened
+// (so nothing between open and enable is missed); enable_event on it is harmless.
 perf_event_attr make_sideband_attr(const SidebandConfig& config, uint64_t sample_type);
 
 }  // namespace bpfprof::perf

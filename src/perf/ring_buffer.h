@@ -35,6 +35,7 @@ class RingBuffer {
   struct Chunk {
     Bytes first;
     Bytes second;
+    uint64_t tail = 0;  // ring position of first[0] (offsets in errors)
     size_t size() const { return first.size() + second.size(); }
   };
   Chunk peek() const;
@@ -42,9 +43,10 @@ class RingBuffer {
   void consume(size_t n);
 
   // Calls fn(const RecordView&) for every complete record in [tail, head),
-  // copying a record that wraps into scratch, then consumes them. A header whose
-  // size is < 8 or larger than what is available is an error (the ring is
-  // left unconsumed from that record on). Returns the bytes consumed.
+  // copying a record that wraps into scratch, then consumes them. The view is
+  // valid only during the call. A header whose size is < 8 or larger than what
+  // is available, or fewer than 8 stray bytes before head, is an error (the
+  // ring is left unconsumed from that record on). Returns the bytes consumed.
   template <class Fn>
   Result<size_t> for_each_record(Fn&& fn);
 
@@ -68,7 +70,7 @@ Result<size_t> RingBuffer::for_each_record(Fn&& fn) {
   Chunk c = peek();
   size_t off = 0;
   const size_t total = c.size();
-  while (total - off >= sizeof(RecordHeader)) {
+  while (off < total) {
     auto r = record_in(c, off);
     if (!r.ok()) {
       consume(off);

@@ -1,0 +1,259 @@
+// SPDX-License-Identifier: Apache-2.0
+// Parsers of the fixed-layout kernel records (perf-data-format.md 5.1-5.2).
+// Each one splits the record into its own fields and the sample_id trailer,
+// reads the fields through ByteCursor and insists they end exactly where the
+// trailer starts: a mismatch means we or the writer got the layout wrong, and
+// silently drifting would misattribute every later timestamp.
+#include <cstring>
+#include <string>
+
+#include "perf/records.h"
+
+namespace bpfprof::perf {
+namespace {
+
+constexpr size_t kHeaderSize = sizeof(RecordHeader);
+constexpr size_t kBuildIdBytes = 20;
+
+// A record's own fields (between header and trailer) and its parsed trailer.
+struct Parts {
+  ByteCursor body;
+  SampleId sample_id;
+};
+
+Status check_whole(const RecordView& r, const char* what) {
+  if (r.bytes.size() < kHeaderSize || r.bytes.size() != r.header.size) {
+    return make_error_at(Errc::kBadRecord, r.offset,
+                         std::string(what) + ": header.size " + std::to_string(r.header.size) +
+                             " does not match the " + std::to_string(r.bytes.size()) +
+                             " bytes of the record");
+  }
+  return ok_status();
+}
+
+Result<Parts> split(const RecordView& r, const SampleLayout& layout, uint32_t type_a,
+                    uint32_t type_b, const char* what) {
+  if (r.header.type != type_a && r.header.type != type_b) {
+    return make_error_at(Errc::kBadRecord, r.offset,
+                         std::string(what) + ": record has type " +
+                             std::to_string(r.header.type));
+  }
+  BPFPROF_ASSIGN_OR_RETURN(SampleId sid, parse_sample_id(r, layout));
+  const size_t body_size = r.bytes.size() - kHeaderSize - layout.id_hdr_size();
+  return Parts{ByteCursor(r.bytes.subspan(kHeaderSize, body_size), r.offset + kHeaderSize), sid};
+}
+
+// The fixed fields must end exactly at the trailer.
+Status expect_end(const ByteCursor& body, const char* what) {
+  if (body.remaining() == 0) return ok_status();
+  return make_error_at(Errc::kBadRecord, body.absolute_pos(),
+                       std::string(what) + ": " + std::to_string(body.remaining()) +
+                           " unexpected bytes before the sample_id trailer");
+}
+
+// A NUL-terminated, zero-padded string filling the rest of the body.
+Result<std::string_view> rest_string(ByteCursor& body, const char* field) {
+  const uint64_t at = body.absolute_pos();
+  BPFPROF_ASSIGN_OR_RETURN(Bytes b, body.bytes(body.remaining(), field));
+  const char* s = reinterpret_cast<const char*>(b.data());
+  const void* nul = b.empty() ? nullptr : std::memchr(s, 0, b.size());
+  if (nul == nullptr) {
+    return make_error_at(Errc::kBadRecord, at,
+                         std::string(field) + ": no NUL before the sample_id trailer");
+  }
+  return std::string_view(s, static_cast<size_t>(static_cast<const char*>(nul) - s));
+}
+
+}  // namespace
+
+Result<RecordView> record_at(Bytes data, size_t offset, uint64_t base_offset) {
+  if (offset > data.size()) {
+    return make_error_at(Errc::kTruncated, base_offset + offset, "record: offset past the end");
+  }
+  ByteCursor c(data.subspan(offset), base_offset + offset);
+  RecordView r;
+  r.offset = base_offset + offset;
+  BPFPROF_ASSIGN_OR_RETURN(r.header.type, c.u32("record header.type"));
+  BPFPROF_ASSIGN_OR_RETURN(r.header.misc, c.u16("record header.misc"));
+  BPFPROF_ASSIGN_OR_RETURN(r.header.size, c.u16("record header.size"));
+  if (r.header.size < kHeaderSize) {
+    return make_error_at(Errc::kBadRecord, r.offset,
+                         "record of type " + std::to_string(r.header.type) + " has size " +
+                             std::to_string(r.header.size) + " < 8");
+  }
+  if (r.header.size > data.size() - offset) {
+    return make_error_at(Errc::kTruncated, r.offset,
+                         "record of type " + std::to_string(r.header.type) + " has size " +
+                             std::to_string(r.header.size) + ", only " +
+                             std::to_string(data.size() - offset) + " bytes left");
+  }
+  r.bytes = data.subspan(offset, r.header.size);
+  return r;
+}
+
+Result<SampleId> parse_sample_id(const RecordView& r, const SampleLayout& layout) {
+  BPFPROF_TRY(check_whole(r, "sample_id"));
+  SampleId sid;
+  // SAMPLE records carry these fields in their body; user types carry none.
+  if (r.header.type == kRecordSample || r.header.type >= kRecordHeaderAttr) return sid;
+  const size_t n = layout.id_hdr_size();
+  if (r.bytes.size() - kHeaderSize < n) {
+    return make_error_at(Errc::kTruncated, r.offset,
+                         "record of type " + std::to_string(r.header.type) + " has size " +
+                             std::to_string(r.header.size) + ", too small for a " +
+                             std::to_string(n) + "-byte sample_id trailer");
+  }
+  if (n == 0) return sid;
+  const size_t start = r.bytes.size() - n;
+  ByteCursor c(r.bytes.subspan(start), r.offset + start);
+  const uint64_t st = layout.sample_type();
+  if (st & PERF_SAMPLE_TID) {
+    BPFPROF_ASSIGN_OR_RETURN(sid.pid, c.u32("sample_id.pid"));
+    BPFPROF_ASSIGN_OR_RETURN(sid.tid, c.u32("sample_id.tid"));
+  }
+  if (st & PERF_SAMPLE_TIME) {
+    BPFPROF_ASSIGN_OR_RETURN(sid.time, c.u64("sample_id.time"));
+  }
+  if (st & PERF_SAMPLE_ID) {
+    BPFPROF_ASSIGN_OR_RETURN(sid.id, c.u64("sample_id.id"));
+  }
+  if (st & PERF_SAMPLE_STREAM_ID) {
+    BPFPROF_ASSIGN_OR_RETURN(sid.stream_id, c.u64("sample_id.stream_id"));
+  }
+  if (st & PERF_SAMPLE_CPU) {
+    BPFPROF_ASSIGN_OR_RETURN(sid.cpu, c.u32("sample_id.cpu"));
+    BPFPROF_TRY(c.skip(4, "sample_id.res"));
+  }
+  if (st & PERF_SAMPLE_IDENTIFIER) {
+    BPFPROF_ASSIGN_OR_RETURN(sid.id, c.u64("sample_id.identifier"));
+  }
+  return sid;
+}
+
+Result<Mmap> Mmap::parse(const RecordView& r, const SampleLayout& layout) {
+  BPFPROF_ASSIGN_OR_RETURN(Parts p, split(r, layout, kRecordMmap, kRecordMmap, "MMAP"));
+  Mmap m;
+  m.sample_id = p.sample_id;
+  BPFPROF_ASSIGN_OR_RETURN(m.pid, p.body.u32("MMAP.pid"));
+  BPFPROF_ASSIGN_OR_RETURN(m.tid, p.body.u32("MMAP.tid"));
+  BPFPROF_ASSIGN_OR_RETURN(m.start, p.body.u64("MMAP.start"));
+  BPFPROF_ASSIGN_OR_RETURN(m.len, p.body.u64("MMAP.len"));
+  BPFPROF_ASSIGN_OR_RETURN(m.pgoff, p.body.u64("MMAP.pgoff"));
+  BPFPROF_ASSIGN_OR_RETURN(m.filename, rest_string(p.body, "MMAP.filename"));
+  return m;
+}
+
+Result<Mmap2> Mmap2::parse(const RecordView& r, const SampleLayout& layout) {
+  BPFPROF_ASSIGN_OR_RETURN(Parts p, split(r, layout, kRecordMmap2, kRecordMmap2, "MMAP2"));
+  Mmap2 m;
+  m.sample_id = p.sample_id;
+  ByteCursor& c = p.body;
+  BPFPROF_ASSIGN_OR_RETURN(m.pid, c.u32("MMAP2.pid"));
+  BPFPROF_ASSIGN_OR_RETURN(m.tid, c.u32("MMAP2.tid"));
+  BPFPROF_ASSIGN_OR_RETURN(m.start, c.u64("MMAP2.start"));
+  BPFPROF_ASSIGN_OR_RETURN(m.len, c.u64("MMAP2.len"));
+  BPFPROF_ASSIGN_OR_RETURN(m.pgoff, c.u64("MMAP2.pgoff"));
+  if (r.header.misc & kMiscMmapBuildId) {
+    const uint64_t at = c.absolute_pos();
+    BPFPROF_ASSIGN_OR_RETURN(m.build_id_size, c.u8("MMAP2.build_id_size"));
+    BPFPROF_TRY(c.skip(3, "MMAP2.build_id pad"));
+    BPFPROF_ASSIGN_OR_RETURN(Bytes id, c.bytes(kBuildIdBytes, "MMAP2.build_id"));
+    if (m.build_id_size > kBuildIdBytes) {
+      return make_error_at(Errc::kBadRecord, at,
+                           "MMAP2.build_id_size " + std::to_string(m.build_id_size) + " > 20");
+    }
+    m.build_id = id.first(m.build_id_size);
+  } else {
+    BPFPROF_ASSIGN_OR_RETURN(m.maj, c.u32("MMAP2.maj"));
+    BPFPROF_ASSIGN_OR_RETURN(m.min, c.u32("MMAP2.min"));
+    BPFPROF_ASSIGN_OR_RETURN(m.ino, c.u64("MMAP2.ino"));
+    BPFPROF_ASSIGN_OR_RETURN(m.ino_generation, c.u64("MMAP2.ino_generation"));
+  }
+  BPFPROF_ASSIGN_OR_RETURN(m.prot, c.u32("MMAP2.prot"));
+  BPFPROF_ASSIGN_OR_RETURN(m.flags, c.u32("MMAP2.flags"));
+  BPFPROF_ASSIGN_OR_RETURN(m.filename, rest_string(c, "MMAP2.filename"));
+  return m;
+}
+
+Result<Comm> Comm::parse(const RecordView& r, const SampleLayout& layout) {
+  BPFPROF_ASSIGN_OR_RETURN(Parts p, split(r, layout, kRecordComm, kRecordComm, "COMM"));
+  Comm m;
+  m.sample_id = p.sample_id;
+  BPFPROF_ASSIGN_OR_RETURN(m.pid, p.body.u32("COMM.pid"));
+  BPFPROF_ASSIGN_OR_RETURN(m.tid, p.body.u32("COMM.tid"));
+  BPFPROF_ASSIGN_OR_RETURN(m.comm, rest_string(p.body, "COMM.comm"));
+  return m;
+}
+
+Result<ForkExit> ForkExit::parse(const RecordView& r, const SampleLayout& layout) {
+  BPFPROF_ASSIGN_OR_RETURN(Parts p, split(r, layout, kRecordFork, kRecordExit, "FORK/EXIT"));
+  ForkExit m;
+  m.sample_id = p.sample_id;
+  BPFPROF_ASSIGN_OR_RETURN(m.pid, p.body.u32("FORK.pid"));
+  BPFPROF_ASSIGN_OR_RETURN(m.ppid, p.body.u32("FORK.ppid"));
+  BPFPROF_ASSIGN_OR_RETURN(m.tid, p.body.u32("FORK.tid"));
+  BPFPROF_ASSIGN_OR_RETURN(m.ptid, p.body.u32("FORK.ptid"));
+  BPFPROF_ASSIGN_OR_RETURN(m.time, p.body.u64("FORK.time"));
+  BPFPROF_TRY(expect_end(p.body, "FORK/EXIT"));
+  return m;
+}
+
+Result<Lost> Lost::parse(const RecordView& r, const SampleLayout& layout) {
+  BPFPROF_ASSIGN_OR_RETURN(Parts p, split(r, layout, kRecordLost, kRecordLost, "LOST"));
+  Lost m;
+  m.sample_id = p.sample_id;
+  BPFPROF_ASSIGN_OR_RETURN(m.id, p.body.u64("LOST.id"));
+  BPFPROF_ASSIGN_OR_RETURN(m.lost, p.body.u64("LOST.lost"));
+  BPFPROF_TRY(expect_end(p.body, "LOST"));
+  return m;
+}
+
+Result<LostSamples> LostSamples::parse(const RecordView& r, const SampleLayout& layout) {
+  BPFPROF_ASSIGN_OR_RETURN(
+      Parts p, split(r, layout, kRecordLostSamples, kRecordLostSamples, "LOST_SAMPLES"));
+  LostSamples m;
+  m.sample_id = p.sample_id;
+  BPFPROF_ASSIGN_OR_RETURN(m.lost, p.body.u64("LOST_SAMPLES.lost"));
+  BPFPROF_TRY(expect_end(p.body, "LOST_SAMPLES"));
+  return m;
+}
+
+Result<Throttle> Throttle::parse(const RecordView& r, const SampleLayout& layout) {
+  BPFPROF_ASSIGN_OR_RETURN(
+      Parts p, split(r, layout, kRecordThrottle, kRecordUnthrottle, "THROTTLE"));
+  Throttle m;
+  m.sample_id = p.sample_id;
+  BPFPROF_ASSIGN_OR_RETURN(m.time, p.body.u64("THROTTLE.time"));
+  BPFPROF_ASSIGN_OR_RETURN(m.id, p.body.u64("THROTTLE.id"));
+  BPFPROF_ASSIGN_OR_RETURN(m.stream_id, p.body.u64("THROTTLE.stream_id"));
+  BPFPROF_TRY(expect_end(p.body, "THROTTLE"));
+  return m;
+}
+
+Result<Ksymbol> Ksymbol::parse(const RecordView& r, const SampleLayout& layout) {
+  BPFPROF_ASSIGN_OR_RETURN(Parts p, split(r, layout, kRecordKsymbol, kRecordKsymbol, "KSYMBOL"));
+  Ksymbol m;
+  m.sample_id = p.sample_id;
+  BPFPROF_ASSIGN_OR_RETURN(m.addr, p.body.u64("KSYMBOL.addr"));
+  BPFPROF_ASSIGN_OR_RETURN(m.len, p.body.u32("KSYMBOL.len"));
+  BPFPROF_ASSIGN_OR_RETURN(m.ksym_type, p.body.u16("KSYMBOL.ksym_type"));
+  BPFPROF_ASSIGN_OR_RETURN(m.flags, p.body.u16("KSYMBOL.flags"));
+  BPFPROF_ASSIGN_OR_RETURN(m.name, rest_string(p.body, "KSYMBOL.name"));
+  return m;
+}
+
+Result<BpfEvent> BpfEvent::parse(const RecordView& r, const SampleLayout& layout) {
+  BPFPROF_ASSIGN_OR_RETURN(
+      Parts p, split(r, layout, kRecordBpfEvent, kRecordBpfEvent, "BPF_EVENT"));
+  BpfEvent m;
+  m.sample_id = p.sample_id;
+  BPFPROF_ASSIGN_OR_RETURN(m.type, p.body.u16("BPF_EVENT.type"));
+  BPFPROF_ASSIGN_OR_RETURN(m.flags, p.body.u16("BPF_EVENT.flags"));
+  BPFPROF_ASSIGN_OR_RETURN(m.id, p.body.u32("BPF_EVENT.id"));
+  BPFPROF_ASSIGN_OR_RETURN(Bytes tag, p.body.bytes(kBpfTagSize, "BPF_EVENT.tag"));
+  std::memcpy(m.tag, tag.data(), kBpfTagSize);
+  BPFPROF_TRY(expect_end(p.body, "BPF_EVENT"));
+  return m;
+}
+
+}  // namespace bpfprof::perf

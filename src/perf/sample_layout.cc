@@ -1,0 +1,109 @@
+// SPDX-License-Identifier: Apache-2.0
+// SampleLayout: where time and id sit in SAMPLE records (counted from the
+// start) and in the sample_id trailer of other records (counted from the end),
+// computed once per attr so the recorder's drain loop never parses a record
+// just to order or attribute it.
+#include <bit>
+#include <cstdio>
+#include <string>
+
+#include "perf/records.h"
+
+namespace bpfprof::perf {
+namespace {
+
+int has(uint64_t sample_type, uint64_t bit) { return (sample_type & bit) ? 1 : 0; }
+
+std::string hex(uint64_t v) {
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+// Trailer fields, in the order the kernel writes them (perf_event__output_id_sample).
+constexpr uint64_t kTrailerBits = PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_ID |
+                                  PERF_SAMPLE_STREAM_ID | PERF_SAMPLE_CPU |
+                                  PERF_SAMPLE_IDENTIFIER;
+constexpr uint64_t kReadFormatLimit61 = 1u << 5;  // PERF_FORMAT_LOST is the last bit
+
+}  // namespace
+
+Result<SampleLayout> SampleLayout::from_attr(const perf_event_attr& attr) {
+  const uint64_t st = attr.sample_type;
+  if (st >= kSampleTypeLimit61) {
+    return make_error(Errc::kUnsupported,
+                      "sample_type " + hex(st) + " has bits perf 6.1 does not know");
+  }
+  if (attr.read_format >= kReadFormatLimit61) {
+    return make_error(Errc::kUnsupported,
+                      "read_format " + hex(attr.read_format) + " has unknown bits");
+  }
+  if ((st & PERF_SAMPLE_WEIGHT_TYPE) == PERF_SAMPLE_WEIGHT_TYPE) {
+    return make_error(Errc::kUnsupported, "sample_type sets both WEIGHT and WEIGHT_STRUCT");
+  }
+  SampleLayout l;
+  l.sample_type_ = st;
+  l.read_format_ = attr.read_format;
+  l.regs_user_ = attr.sample_regs_user;
+  l.regs_intr_ = attr.sample_regs_intr;
+  l.branch_sample_type_ = attr.branch_sample_type;
+  l.sample_id_all_ = attr.sample_id_all != 0;
+
+  const int ident = has(st, PERF_SAMPLE_IDENTIFIER);
+  if (st & PERF_SAMPLE_TIME) {
+    l.sample_time_off_ =
+        8 * (1 + ident + has(st, PERF_SAMPLE_IP) + has(st, PERF_SAMPLE_TID));
+  }
+  if (ident) {
+    l.sample_id_off_ = 8;
+  } else if (st & PERF_SAMPLE_ID) {
+    l.sample_id_off_ = 8 * (1 + has(st, PERF_SAMPLE_IP) + has(st, PERF_SAMPLE_TID) +
+                            has(st, PERF_SAMPLE_TIME) + has(st, PERF_SAMPLE_ADDR));
+  }
+
+  if (l.sample_id_all_) {
+    l.id_hdr_size_ = 8 * static_cast<size_t>(std::popcount(st & kTrailerBits));
+    // Distances from the record end to the start of the field.
+    const int after_id = has(st, PERF_SAMPLE_STREAM_ID) + has(st, PERF_SAMPLE_CPU) + ident;
+    if (st & PERF_SAMPLE_TIME) {
+      l.trailer_time_back_ = 8 * (1 + has(st, PERF_SAMPLE_ID) + after_id);
+    }
+    if (ident) {
+      l.trailer_id_back_ = 8;
+    } else if (st & PERF_SAMPLE_ID) {
+      l.trailer_id_back_ = 8 * (1 + has(st, PERF_SAMPLE_STREAM_ID) + has(st, PERF_SAMPLE_CPU));
+    }
+  }
+  return l;
+}
+
+namespace {
+
+// The u64 `from_start` bytes into a SAMPLE; nullopt if the field is absent
+// (-1) or the record is too short to hold it.
+std::optional<uint64_t> sample_field(const RecordView& r, int from_start) {
+  if (from_start < 0 || r.bytes.size() < static_cast<size_t>(from_start) + 8) return std::nullopt;
+  return load_unaligned<uint64_t>(r.bytes.data() + from_start);
+}
+
+// The u64 `back` bytes before the end of a non-sample record's trailer.
+std::optional<uint64_t> trailer_field(const RecordView& r, int back, size_t id_hdr_size) {
+  // User types (>= 64) never carry a trailer; a record too small for one is not trusted.
+  if (back < 0 || r.header.type >= kRecordHeaderAttr) return std::nullopt;
+  if (r.bytes.size() < sizeof(RecordHeader) + id_hdr_size) return std::nullopt;
+  return load_unaligned<uint64_t>(r.bytes.data() + r.bytes.size() - back);
+}
+
+}  // namespace
+
+std::optional<uint64_t> SampleLayout::time_of(const RecordView& r) const {
+  if (r.header.type == kRecordSample) return sample_field(r, sample_time_off_);
+  return trailer_field(r, trailer_time_back_, id_hdr_size_);
+}
+
+std::optional<uint64_t> SampleLayout::id_of(const RecordView& r) const {
+  if (r.header.type == kRecordSample) return sample_field(r, sample_id_off_);
+  return trailer_field(r, trailer_id_back_, id_hdr_size_);
+}
+
+}  // namespace bpfprof::perf
