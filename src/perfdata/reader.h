@@ -8,6 +8,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "base/byte_cursor.h"
@@ -37,6 +38,13 @@ class FileReader {
   bool has_feature(int feat) const;
   uint64_t data_offset() const { return data_offset_; }
   uint64_t data_size() const { return data_size_; }
+  // The header said data.size == 0 but bytes follow data.offset: the recording
+  // was killed before the header was finalised. The data section is then read
+  // to the end of the file and a partial last record is dropped.
+  bool truncated_header() const { return truncated_header_; }
+  // Feature sections that were present but could not be decoded (the file is
+  // still usable; each error names the section's byte offset).
+  const std::vector<Error>& feature_errors() const { return feature_errors_; }
 
   // The attr a record belongs to: by id (trailer or sample), id 0 or a single
   // attr -> the first. nullptr if the id is unknown.
@@ -56,6 +64,9 @@ class FileReader {
   uint64_t features_bitmap_[4] = {};
   uint64_t data_offset_ = 0, data_size_ = 0;
   Features features_;
+  bool truncated_header_ = false;
+  std::vector<Error> feature_errors_;
+  std::unordered_map<uint64_t, size_t> attr_by_id_;  // id -> index in attrs_
 };
 
 }  // namespace bpfprof::perfdata

@@ -26,12 +26,16 @@ class FileWriter {
  public:
   // Creates `path` (mode 0600; fails if it cannot be created) and writes the
   // placeholder header, ids and attrs. Attr ids may be added until the first
-  // append through attr_ids_mutable(); they are rewritten at close.
+  // append through attr_ids_mutable(); they are rewritten then.
   static Result<FileWriter> create(const std::string& path, std::vector<AttrEntry> attrs);
 
   FileWriter(FileWriter&&) noexcept;
   FileWriter& operator=(FileWriter&&) noexcept;
   ~FileWriter();
+
+  // The ids of attr `attr_index`, editable until the first append (the id
+  // arrays and attrs are rewritten then if they changed).
+  std::vector<uint64_t>& attr_ids_mutable(size_t attr_index);
 
   // Appends whole records (buffered).
   Status append(Bytes records);
@@ -50,8 +54,12 @@ class FileWriter {
  private:
   FileWriter() = default;
   Status flush();
-  Status write_header(const std::vector<std::pair<int, uint64_t>>& sections,
-                      uint64_t features_bitmap[4]);
+  Status write_preamble();
+  Status freeze_preamble();
+  Status write_header(uint64_t data_size, const uint64_t features_bitmap[4]);
+  // Writes the feature table and payloads after `data_size` bytes of data.
+  Status write_features(const Features& features, uint64_t data_size, uint64_t bitmap[4]);
+  Status close_after_error(const Features& features);
 
   std::string path_;
   UniqueFd fd_;
@@ -61,6 +69,8 @@ class FileWriter {
   uint64_t round_end_ = 0;        // data bytes on disk at the last complete round
   std::vector<std::byte> buffer_;
   bool failed_ = false;           // a write failed: only close() may follow
+  bool data_started_ = false;     // the preamble is final
+  bool ids_dirty_ = false;        // attr_ids_mutable() was called
   Error first_error_;
 };
 

@@ -1,0 +1,215 @@
+// SPDX-License-Identifier: Apache-2.0
+// FileReader: parses a mapped perf.data file (file mode). Structure errors
+// (header, attrs, ids, data bounds, feature table) fail the open; a feature
+// payload that does not decode is kept as a soft error so the records stay
+// readable. Layout: perf-data-format.md sections 1-3 and 8.
+#include "perfdata/reader.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <bit>
+#include <cerrno>
+#include <cstring>
+
+#include "base/unique_fd.h"
+#include "perfdata/file_format.h"
+
+namespace bpfprof::perfdata {
+namespace {
+
+constexpr uint64_t kOldHeaderSize = 72;  // before adds_features: no features
+constexpr uint64_t kAttrSizeVer0 = 64;
+// Types whose payload continues past header.size (perf-data-format.md 6).
+constexpr uint32_t kRecordHeaderTracingData = 66;
+constexpr uint32_t kRecordAuxtrace = 71;
+
+// [offset, offset + size) lies inside a file of `file_size` bytes.
+bool in_file(uint64_t offset, uint64_t size, uint64_t file_size) {
+  return offset <= file_size && size <= file_size - offset;
+}
+
+Error section_error(uint64_t at, const std::string& what, const FileSection& s,
+                    uint64_t file_size) {
+  return make_error_at(Errc::kTruncated, at,
+                       what + " section [" + std::to_string(s.offset) + ", +" +
+                           std::to_string(s.size) + ") exceeds file size " +
+                           std::to_string(file_size));
+}
+
+}  // namespace
+
+Result<FileReader> FileReader::open(const std::string& path) {
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) return make_sys_error("opening " + path, errno);
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) return make_sys_error("stat " + path, errno);
+  const size_t len = static_cast<size_t>(st.st_size);
+  if (len == 0) return make_error_at(Errc::kTruncated, 0, path + ": empty file");
+  void* p = ::mmap(nullptr, len, PROT_READ, MAP_PRIVATE, fd.get(), 0);
+  if (p == MAP_FAILED) return make_sys_error("mapping " + path, errno);
+  FileReader r;
+  r.mapping_ = std::shared_ptr<void>(p, [len](void* q) { ::munmap(q, len); });
+  r.file_ = Bytes(static_cast<const std::byte*>(p), len);
+  Status s = r.parse();
+  if (!s.ok()) return std::move(s).error().with_context(path);
+  return r;
+}
+
+Result<FileReader> FileReader::from_bytes(Bytes data) {
+  FileReader r;
+  r.file_ = data;
+  BPFPROF_TRY(r.parse());
+  return r;
+}
+
+bool FileReader::has_feature(int feat) const { return feature_bit(features_bitmap_, feat); }
+
+Status FileReader::parse() {
+  const uint64_t file_size = file_.size();
+  ByteCursor c(file_);
+  BPFPROF_ASSIGN_OR_RETURN(uint64_t magic, c.u64("magic"));
+  if (magic == kMagicSwapped)
+    return make_error_at(Errc::kUnsupported, 0, "big-endian perf.data not supported");
+  if (magic != kMagic) {
+    if (std::memcmp(file_.data(), "PERFFILE", 8) == 0)
+      return make_error_at(Errc::kUnsupported, 0, "perf.data version 1 not supported");
+    return make_error_at(Errc::kBadMagic, 0, "not a perf.data file");
+  }
+  BPFPROF_ASSIGN_OR_RETURN(uint64_t header_size, c.u64("header size"));
+  if (header_size == kPipeHeaderSize)
+    return make_error_at(Errc::kUnsupported, 8, "pipe-mode perf.data not supported");
+  if (header_size != kFileHeaderSize && header_size != kOldHeaderSize)
+    return make_error_at(Errc::kBadRecord, 8,
+                         "header size " + std::to_string(header_size) + " is not 104");
+  FileHeader h;
+  BPFPROF_ASSIGN_OR_RETURN(Bytes hb, ByteCursor(file_).bytes(header_size, "file header"));
+  std::memcpy(&h, hb.data(), header_size);
+  if (header_size == kOldHeaderSize) std::memset(h.adds_features, 0, sizeof h.adds_features);
+  std::memcpy(features_bitmap_, h.adds_features, sizeof features_bitmap_);
+
+  // Attrs: stride attr_size, the ids section in the last 16 bytes of each entry.
+  if (h.attr_size < kAttrSizeVer0 + sizeof(FileSection))
+    return make_error_at(Errc::kBadRecord, 16,
+                         "attr_size " + std::to_string(h.attr_size) + " below 80");
+  if (!in_file(h.attrs.offset, h.attrs.size, file_size))
+    return section_error(24, "attr", h.attrs, file_size);
+  const uint64_t nr_attrs = h.attrs.size / h.attr_size;
+  const uint64_t max_attr_bytes = h.attr_size - sizeof(FileSection);
+  for (uint64_t i = 0; i < nr_attrs; ++i) {
+    const uint64_t at = h.attrs.offset + i * h.attr_size;
+    Bytes entry = file_.subspan(at, h.attr_size);
+    uint32_t attr_bytes = load_unaligned<uint32_t>(entry.data() + 4);
+    if (attr_bytes == 0) attr_bytes = kAttrSizeVer0;  // perf's rule for ancient files
+    if (attr_bytes < kAttrSizeVer0 || attr_bytes > max_attr_bytes)
+      return make_error_at(Errc::kBadRecord, at + 4,
+                           "attr.size " + std::to_string(attr_bytes) + " does not fit attr_size " +
+                               std::to_string(h.attr_size));
+    FileAttr fa;
+    // Newer writers' larger attrs: keep the fields we know, the rest is zero.
+    std::memcpy(&fa.attr, entry.data(), std::min<size_t>(attr_bytes, sizeof fa.attr));
+    const auto ids = load_unaligned<FileSection>(entry.data() + max_attr_bytes);
+    if (!in_file(ids.offset, ids.size, file_size))
+      return section_error(at + max_attr_bytes, "ids", ids, file_size);
+    for (uint64_t k = 0; k < ids.size / 8; ++k) {
+      uint64_t id = load_unaligned<uint64_t>(file_.data() + ids.offset + 8 * k);
+      fa.ids.push_back(id);
+      attr_by_id_.emplace(id, attrs_.size());
+    }
+    auto layout = perf::SampleLayout::from_attr(fa.attr);
+    if (!layout.ok()) {
+      Error e = std::move(layout).error().with_context("attr " + std::to_string(i));
+      e.offset = at;
+      return e;
+    }
+    fa.layout = std::move(layout).value();
+    attrs_.push_back(std::move(fa));
+  }
+
+  // Data; a header never finalised (data.size 0, no features) means the
+  // recorder died: the data runs to the end of the file.
+  data_offset_ = h.data.offset;
+  data_size_ = h.data.size;
+  const bool no_features =
+      !(h.adds_features[0] | h.adds_features[1] | h.adds_features[2] | h.adds_features[3]);
+  if (data_size_ == 0 && no_features && data_offset_ < file_size) {
+    truncated_header_ = true;
+    data_size_ = file_size - data_offset_;
+  }
+  if (!in_file(data_offset_, data_size_, file_size))
+    return section_error(40, "data", h.data, file_size);
+
+  // Feature table: one section per set bit, ascending, right after the data.
+  const uint64_t table_at = data_offset_ + data_size_;
+  uint64_t nr_feats = 0;
+  for (uint64_t w : features_bitmap_) nr_feats += std::popcount(w);
+  if (nr_feats == 0) return ok_status();
+  if (!in_file(table_at, nr_feats * sizeof(FileSection), file_size))
+    return make_error_at(Errc::kTruncated, table_at,
+                         "feature table of " + std::to_string(nr_feats) +
+                             " entries exceeds file size " + std::to_string(file_size));
+  std::vector<std::string> event_names;
+  uint64_t entry_at = table_at;
+  for (int feat = 0; feat < kFeatureBits; ++feat) {
+    // Every set bit owns a table entry, even the reserved bit 0.
+    if (!((features_bitmap_[feat / 64] >> (feat % 64)) & 1)) continue;
+    const auto s = load_unaligned<FileSection>(file_.data() + entry_at);
+    entry_at += sizeof(FileSection);
+    if (feat == 0) continue;
+    if (!in_file(s.offset, s.size, file_size)) {
+      feature_errors_.push_back(section_error(entry_at - sizeof(FileSection),
+                                              "feature " + std::to_string(feat), s, file_size));
+      continue;
+    }
+    Status st = decode_feature(feat, file_.subspan(s.offset, s.size), s.offset, features_,
+                               event_names);
+    if (!st.ok()) feature_errors_.push_back(std::move(st).error());
+  }
+  // EVENT_DESC names go to the attrs by position (perf does the same).
+  for (size_t i = 0; i < event_names.size() && i < attrs_.size(); ++i)
+    attrs_[i].name = std::move(event_names[i]);
+  return ok_status();
+}
+
+const FileAttr* FileReader::attr_for(const perf::RecordView& r) const {
+  if (attrs_.empty()) return nullptr;
+  if (attrs_.size() == 1) return &attrs_[0];
+  // All attrs of a valid file agree on where the id sits (IDENTIFIER).
+  std::optional<uint64_t> id = attrs_[0].layout.id_of(r);
+  if (!id || *id == 0) return &attrs_[0];
+  auto it = attr_by_id_.find(*id);
+  return it == attr_by_id_.end() ? nullptr : &attrs_[it->second];
+}
+
+Status FileReader::for_each_record(
+    const std::function<void(const perf::RecordView&, uint64_t)>& fn) const {
+  const Bytes data = file_.subspan(data_offset_, data_size_);
+  size_t pos = 0;
+  while (pos < data.size()) {
+    auto r = perf::record_at(data, pos, data_offset_);
+    if (!r.ok()) {
+      // A killed recorder may leave half a record at the end of the file.
+      if (truncated_header_ && r.error().code == Errc::kTruncated) return ok_status();
+      return std::move(r).error();
+    }
+    fn(*r, data_offset_ + pos);
+    uint64_t extra = 0;
+    if (r->header.type == kRecordAuxtrace && r->bytes.size() >= 16)
+      extra = load_unaligned<uint64_t>(r->bytes.data() + 8);
+    else if (r->header.type == kRecordHeaderTracingData && r->bytes.size() >= 12)
+      extra = load_unaligned<uint32_t>(r->bytes.data() + 8);
+    pos += r->header.size;
+    if (extra > data.size() - pos) {
+      if (truncated_header_) return ok_status();
+      return make_error_at(Errc::kTruncated, data_offset_ + pos,
+                           "payload of " + std::to_string(extra) +
+                               " bytes after the record exceeds the data section");
+    }
+    pos += static_cast<size_t>(extra);
+  }
+  return ok_status();
+}
+
+}  // namespace bpfprof::perfdata

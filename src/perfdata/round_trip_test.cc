@@ -1,0 +1,280 @@
+// SPDX-License-Identifier: Apache-2.0
+// Writer -> reader round trips, and the reader's handling of files it must refuse.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <fstream>
+#include <iterator>
+
+#include "perfdata/file_format.h"
+#include "perfdata/reader.h"
+#include "perfdata/test_util.h"
+#include "perfdata/writer.h"
+#include "testing/subprocess.h"
+
+namespace bpfprof::perfdata {
+namespace {
+
+using bpfprof::testing::ByteVec;
+using test::kSampleType;
+
+std::vector<std::byte> read_all(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::vector<char> c((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::vector<std::byte> out(c.size());
+  std::memcpy(out.data(), c.data(), c.size());
+  return out;
+}
+
+ByteVec sample(uint64_t id, uint64_t time) {
+  bpfprof::testing::SampleValues s;
+  s.id = id;
+  s.ip = 0xffffffffc0001010;
+  s.pid = s.tid = 1234;
+  s.time = time;
+  s.cpu = 1;
+  s.period = 10000;
+  return bpfprof::testing::sample_record(kSampleType, s, perf::kMiscKernel);
+}
+
+Features all_features() {
+  Features f;
+  f.hostname = "testhost";
+  f.osrelease = "6.1.0-test";
+  f.version = "bpfprof 0.1.0";
+  f.arch = "x86_64";
+  f.nr_cpus_avail = 4;
+  f.nr_cpus_online = 2;
+  f.cmdline = {"/usr/bin/bpfprof", "record", "-o", "x.data"};
+  f.clockid_res_ns = 1;
+  f.first_sample_time = 1000;
+  f.last_sample_time = 2000;
+  f.bpf_prog_info = {test::demo_prog(42, 0xffffffffc0001000)};
+  f.bpf_btf = {{7, {std::byte{0x9f}, std::byte{0xeb}, std::byte{1}, std::byte{0}}}};
+  f.other[kFeatCpuDesc] = {std::byte{'c'}, std::byte{'p'}, std::byte{'u'}};
+  return f;
+}
+
+class RoundTripTest : public ::testing::Test {
+ protected:
+  bpfprof::testing::TempDir dir_;
+};
+
+TEST_F(RoundTripTest, AttrsIdsNamesRecordsFeatures) {
+  const std::string path = dir_.file("perf.data");
+  auto w = FileWriter::create(path, test::two_attrs());
+  ASSERT_TRUE(w.ok()) << w.error().to_string();
+  bpfprof::testing::TrailerValues t{1234, 1234, 0, test::kDummyId, 0, 1};
+  std::vector<ByteVec> records = {
+      bpfprof::testing::comm_record(kSampleType, 1234, 1234, "demo", t),
+      bpfprof::testing::ksymbol_record(kSampleType, 0xffffffffc0001000, 0x100,
+                                       perf::kKsymTypeBpf, 0, "bpf_prog_0123456789abcdef_demo", t),
+      sample(test::kSampleId, 1000),
+      sample(test::kSampleId + 1, 2000),
+  };
+  ASSERT_TRUE(w->append(records[0]).ok());
+  ASSERT_TRUE(w->append(records[1]).ok());
+  ASSERT_TRUE(w->finish_round().ok());
+  ASSERT_TRUE(w->append(bpfprof::testing::concat({records[2], records[3]})).ok());
+  ASSERT_TRUE(w->finish_round().ok());
+  const uint64_t data_bytes = w->data_bytes();
+  Status closed = w->close(all_features());
+  ASSERT_TRUE(closed.ok()) << closed.error().to_string();
+
+  struct stat st {};
+  ASSERT_EQ(stat(path.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+
+  auto r = FileReader::open(path);
+  ASSERT_TRUE(r.ok()) << r.error().to_string();
+  EXPECT_FALSE(r->truncated_header());
+  EXPECT_TRUE(r->feature_errors().empty());
+  EXPECT_EQ(r->data_size(), data_bytes);
+  // 104 header + 4 ids * 8 + 2 attrs * 144.
+  EXPECT_EQ(r->data_offset(), 104u + 32 + 288);
+  ASSERT_EQ(r->attrs().size(), 2u);
+  EXPECT_EQ(r->attrs()[0].name, "cpu-clock");
+  EXPECT_EQ(r->attrs()[1].name, "dummy:u");
+  EXPECT_EQ(r->attrs()[0].ids, (std::vector<uint64_t>{101, 102}));
+  EXPECT_EQ(r->attrs()[1].ids, (std::vector<uint64_t>{201, 202}));
+  EXPECT_EQ(r->attrs()[1].attr.config, uint64_t{PERF_COUNT_SW_DUMMY});
+  EXPECT_EQ(r->attrs()[1].attr.ksymbol, 1u);
+  EXPECT_EQ(r->attrs()[0].attr.size, perf::kAttrSizeWritten);
+
+  std::vector<ByteVec> seen;
+  std::vector<const FileAttr*> owners;
+  Status s = r->for_each_record([&](const perf::RecordView& v, uint64_t off) {
+    EXPECT_GE(off, r->data_offset());
+    if (v.header.type == perf::kRecordFinishedRound) return;
+    seen.emplace_back(v.bytes.begin(), v.bytes.end());
+    owners.push_back(r->attr_for(v));
+  });
+  ASSERT_TRUE(s.ok()) << s.error().to_string();
+  ASSERT_EQ(seen, records);
+  EXPECT_EQ(owners[0], &r->attrs()[1]);  // side-band by trailer id
+  EXPECT_EQ(owners[2], &r->attrs()[0]);  // samples by IDENTIFIER
+  EXPECT_EQ(owners[3], &r->attrs()[0]);
+
+  const Features& f = r->features();
+  const Features want = all_features();
+  for (int feat : {kFeatHostname, kFeatOsRelease, kFeatVersion, kFeatArch, kFeatNrCpus,
+                   kFeatCmdline, kFeatEventDesc, kFeatSampleTime, kFeatClockId, kFeatBpfProgInfo,
+                   kFeatBpfBtf, kFeatCpuDesc})
+    EXPECT_TRUE(r->has_feature(feat)) << feat;
+  EXPECT_FALSE(r->has_feature(kFeatBuildId));
+  EXPECT_EQ(f.hostname, want.hostname);
+  EXPECT_EQ(f.osrelease, want.osrelease);
+  EXPECT_EQ(f.version, want.version);
+  EXPECT_EQ(f.arch, want.arch);
+  EXPECT_EQ(f.nr_cpus_avail, 4u);
+  EXPECT_EQ(f.nr_cpus_online, 2u);
+  EXPECT_EQ(f.cmdline, want.cmdline);
+  EXPECT_EQ(f.clockid_res_ns, 1u);
+  EXPECT_EQ(f.first_sample_time, 1000u);
+  EXPECT_EQ(f.last_sample_time, 2000u);
+  ASSERT_EQ(f.bpf_prog_info.size(), 1u);
+  EXPECT_EQ(f.bpf_prog_info[0].id(), 42u);
+  EXPECT_EQ(f.bpf_prog_info[0].jited_ksyms, want.bpf_prog_info[0].jited_ksyms);
+  EXPECT_EQ(f.bpf_prog_info[0].line_info, want.bpf_prog_info[0].line_info);
+  EXPECT_EQ(f.bpf_prog_info[0].jited_insns, want.bpf_prog_info[0].jited_insns);
+  ASSERT_EQ(f.bpf_btf.size(), 1u);
+  EXPECT_EQ(f.bpf_btf[0].id, 7u);
+  EXPECT_EQ(f.bpf_btf[0].data, want.bpf_btf[0].data);
+  EXPECT_EQ(f.other.at(kFeatCpuDesc), want.other.at(kFeatCpuDesc));
+}
+
+TEST_F(RoundTripTest, AttrIdsEditableBeforeFirstAppend) {
+  const std::string path = dir_.file("ids.data");
+  auto w = FileWriter::create(path, test::two_attrs());
+  ASSERT_TRUE(w.ok());
+  w->attr_ids_mutable(0).push_back(103);
+  w->attr_ids_mutable(1) = {301};
+  ASSERT_TRUE(w->append(sample(103, 5)).ok());
+  ASSERT_TRUE(w->finish_round().ok());
+  ASSERT_TRUE(w->close({}).ok());
+  auto r = FileReader::open(path);
+  ASSERT_TRUE(r.ok()) << r.error().to_string();
+  EXPECT_EQ(r->attrs()[0].ids, (std::vector<uint64_t>{101, 102, 103}));
+  EXPECT_EQ(r->attrs()[1].ids, (std::vector<uint64_t>{301}));
+  EXPECT_EQ(r->data_offset(), 104u + 32 + 288);
+  int n = 0;
+  ASSERT_TRUE(r->for_each_record([&](const perf::RecordView& v, uint64_t) {
+                 if (v.header.type == perf::kRecordSample) {
+                   ++n;
+                   EXPECT_EQ(r->attr_for(v), &r->attrs()[0]);
+                 }
+               }).ok());
+  EXPECT_EQ(n, 1);
+}
+
+TEST_F(RoundTripTest, KilledRecorderLeavesReadableFile) {
+  const std::string path = dir_.file("killed.data");
+  {
+    auto w = FileWriter::create(path, test::two_attrs());
+    ASSERT_TRUE(w.ok());
+    ASSERT_TRUE(w->append(sample(101, 1)).ok());
+    ASSERT_TRUE(w->append(sample(101, 2)).ok());
+    ASSERT_TRUE(w->finish_round().ok());
+    // Destroyed without close(): the header still says data.size == 0.
+  }
+  // Half a record at the end, as a SIGKILL mid-write would leave.
+  {
+    ByteVec half = sample(101, 3);
+    std::ofstream out(path, std::ios::binary | std::ios::app);
+    out.write(reinterpret_cast<const char*>(half.data()), 20);
+  }
+  auto r = FileReader::open(path);
+  ASSERT_TRUE(r.ok()) << r.error().to_string();
+  EXPECT_TRUE(r->truncated_header());
+  int samples = 0;
+  ASSERT_TRUE(r->for_each_record([&](const perf::RecordView& v, uint64_t) {
+                 samples += v.header.type == perf::kRecordSample;
+               }).ok());
+  EXPECT_EQ(samples, 2);
+}
+
+TEST_F(RoundTripTest, CreateFailureNamesPath) {
+  const std::string path = dir_.file("no/such/dir/perf.data");
+  auto w = FileWriter::create(path, test::two_attrs());
+  ASSERT_FALSE(w.ok());
+  EXPECT_EQ(w.error().code, Errc::kIo);
+  EXPECT_NE(w.error().message.find(path), std::string::npos);
+  EXPECT_EQ(w.error().message.find('\n'), std::string::npos);
+}
+
+TEST_F(RoundTripTest, ExistingFileIsTruncatedAndMode0600) {
+  const std::string path = dir_.file("old.data");
+  { std::ofstream(path) << std::string(100000, 'x'); }
+  ASSERT_EQ(chmod(path.c_str(), 0644), 0);
+  auto w = FileWriter::create(path, test::two_attrs());
+  ASSERT_TRUE(w.ok());
+  ASSERT_TRUE(w->append(sample(101, 1)).ok());
+  ASSERT_TRUE(w->close({}).ok());
+  struct stat st {};
+  ASSERT_EQ(stat(path.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  EXPECT_LT(st.st_size, 1000);
+}
+
+TEST_F(RoundTripTest, RotateOldAndAbandon) {
+  const std::string path = dir_.file("rot.data");
+  EXPECT_TRUE(rotate_old(path).ok());  // absent: fine
+  { std::ofstream(path) << "previous"; }
+  ASSERT_TRUE(rotate_old(path).ok());
+  EXPECT_NE(access((path + ".old").c_str(), F_OK), -1);
+  EXPECT_EQ(access(path.c_str(), F_OK), -1);
+  auto w = FileWriter::create(path, test::two_attrs());
+  ASSERT_TRUE(w.ok());
+  w->abandon();
+  EXPECT_EQ(access(path.c_str(), F_OK), -1);
+}
+
+TEST(ReaderRefusesTest, ForeignAndUnsupportedHeaders) {
+  std::vector<std::byte> h(kFileHeaderSize);
+  auto put = [&](size_t at, uint64_t v) { std::memcpy(h.data() + at, &v, 8); };
+  put(0, kMagicSwapped);
+  auto r = FileReader::from_bytes(h);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code, Errc::kUnsupported);
+  EXPECT_EQ(r.error().message, "big-endian perf.data not supported");
+
+  put(0, kMagic);
+  put(8, kPipeHeaderSize);
+  r = FileReader::from_bytes(h);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code, Errc::kUnsupported);
+
+  put(0, 0x1234);
+  r = FileReader::from_bytes(h);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code, Errc::kBadMagic);
+
+  r = FileReader::from_bytes(Bytes(h).first(5));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code, Errc::kTruncated);
+}
+
+TEST_F(RoundTripTest, CorruptFeatureIsSoftError) {
+  const std::string path = dir_.file("feat.data");
+  auto w = FileWriter::create(path, test::two_attrs());
+  ASSERT_TRUE(w.ok());
+  ASSERT_TRUE(w->append(sample(101, 1)).ok());
+  Features f;
+  f.hostname = "h";
+  f.bpf_btf = {{7, {std::byte{1}}}};
+  ASSERT_TRUE(w->close(f).ok());
+  std::vector<std::byte> bytes = read_all(path);
+  // The BTF payload is last: make its data_size claim more than there is.
+  uint32_t huge = 1000;
+  std::memcpy(bytes.data() + bytes.size() - 5, &huge, 4);
+  auto r = FileReader::from_bytes(bytes);
+  ASSERT_TRUE(r.ok()) << r.error().to_string();
+  EXPECT_EQ(r->features().hostname, "h");
+  ASSERT_EQ(r->feature_errors().size(), 1u);
+  EXPECT_TRUE(r->feature_errors()[0].offset.has_value());
+}
+
+}  // namespace
+}  // namespace bpfprof::perfdata

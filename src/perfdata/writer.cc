@@ -1,0 +1,267 @@
+// SPDX-License-Identifier: Apache-2.0
+// FileWriter: the perf.data layout perf record 6.1 produces (header, id
+// arrays, attrs, data, feature table + payloads), written so that a failed
+// write never leaves a file perf cannot read.
+#include "perfdata/writer.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include "perfdata/file_format.h"
+
+namespace bpfprof::perfdata {
+namespace {
+
+// Data is buffered and handed to write(2) in chunks of about this size.
+constexpr size_t kBufferSize = 1 << 20;
+
+Error io_error(const std::string& what, const std::string& path, int err) {
+  Error e = make_error(err == EACCES || err == EPERM ? Errc::kPermission : Errc::kIo,
+                       what + " " + path + ": " + std::strerror(err));
+  e.sys_errno = err;
+  return e;
+}
+
+// write(2) until everything is written; `done` counts bytes that made it even
+// when a later write fails. Returns 0 or the errno.
+int write_all(int fd, Bytes b, uint64_t& done) {
+  size_t pos = 0;
+  while (pos < b.size()) {
+    ssize_t n = ::write(fd, b.data() + pos, b.size() - pos);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return errno;
+    }
+    if (n == 0) return ENOSPC;  // no progress: treat as a full device
+    pos += static_cast<size_t>(n);
+    done += static_cast<uint64_t>(n);
+  }
+  return 0;
+}
+
+int pwrite_all(int fd, Bytes b, uint64_t offset) {
+  size_t pos = 0;
+  while (pos < b.size()) {
+    ssize_t n = ::pwrite(fd, b.data() + pos, b.size() - pos, static_cast<off_t>(offset + pos));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return errno;
+    }
+    if (n == 0) return ENOSPC;
+    pos += static_cast<size_t>(n);
+  }
+  return 0;
+}
+
+}  // namespace
+
+Result<FileWriter> FileWriter::create(const std::string& path, std::vector<AttrEntry> attrs) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) return io_error("creating", path, errno);
+  FileWriter w;
+  w.path_ = path;
+  w.fd_.reset(fd);
+  // O_CREAT's mode does not apply to a file that already existed.
+  if (::fchmod(fd, 0600) != 0) return io_error("chmod", path, errno);
+  w.attrs_ = std::move(attrs);
+  w.buffer_.reserve(kBufferSize);
+  BPFPROF_TRY(w.write_preamble());
+  return w;
+}
+
+FileWriter::FileWriter(FileWriter&&) noexcept = default;
+FileWriter& FileWriter::operator=(FileWriter&&) noexcept = default;
+FileWriter::~FileWriter() = default;
+
+std::vector<uint64_t>& FileWriter::attr_ids_mutable(size_t attr_index) {
+  BPFPROF_CHECK(!data_started_ && attr_index < attrs_.size());
+  ids_dirty_ = true;
+  return attrs_[attr_index].ids;
+}
+
+// Header placeholder (data.size 0, no features), then all id arrays, then the
+// attr section, as perf writes them; data starts right after.
+Status FileWriter::write_preamble() {
+  std::vector<std::byte> out(kFileHeaderSize);
+  std::vector<FileSection> id_sections;
+  for (const AttrEntry& a : attrs_) {
+    id_sections.push_back({out.size(), a.ids.size() * sizeof(uint64_t)});
+    for (uint64_t id : a.ids) append_pod(out, id);
+  }
+  const uint64_t attrs_offset = out.size();
+  for (size_t i = 0; i < attrs_.size(); ++i) {
+    perf_event_attr attr{};
+    std::memcpy(&attr, &attrs_[i].attr, perf::kAttrSizeWritten);
+    attr.size = perf::kAttrSizeWritten;
+    const auto* p = reinterpret_cast<const std::byte*>(&attr);
+    out.insert(out.end(), p, p + perf::kAttrSizeWritten);
+    append_pod(out, id_sections[i]);
+  }
+  data_offset_ = out.size();
+  FileHeader h;
+  h.attrs = {attrs_offset, data_offset_ - attrs_offset};
+  h.data = {data_offset_, 0};
+  std::memcpy(out.data(), &h, sizeof h);
+  if (int err = pwrite_all(fd_.get(), out, 0)) return io_error("writing", path_, err);
+  // A rewrite with fewer ids must not leave stale bytes before the data.
+  if (::ftruncate(fd_.get(), static_cast<off_t>(data_offset_)) != 0)
+    return io_error("truncating", path_, errno);
+  if (::lseek(fd_.get(), static_cast<off_t>(data_offset_), SEEK_SET) < 0)
+    return io_error("seeking in", path_, errno);
+  return ok_status();
+}
+
+Status FileWriter::freeze_preamble() {
+  if (data_started_) return ok_status();
+  data_started_ = true;
+  if (ids_dirty_) return write_preamble();
+  return ok_status();
+}
+
+Status FileWriter::append(Bytes records) {
+  if (failed_) return Error(first_error_);
+  if (!data_started_) {
+    Status s = freeze_preamble();
+    if (!s.ok()) {
+      failed_ = true;
+      first_error_ = s.error();
+      return s;
+    }
+  }
+  if (buffer_.size() + records.size() > kBufferSize && !buffer_.empty()) BPFPROF_TRY(flush());
+  buffer_.insert(buffer_.end(), records.begin(), records.end());
+  if (buffer_.size() >= kBufferSize) return flush();
+  return ok_status();
+}
+
+Status FileWriter::flush() {
+  if (failed_) return Error(first_error_);
+  if (buffer_.empty()) return ok_status();
+  int err = write_all(fd_.get(), buffer_, written_);
+  buffer_.clear();
+  if (err != 0) {
+    failed_ = true;
+    first_error_ = io_error("writing", path_, err);
+    return Error(first_error_);
+  }
+  return ok_status();
+}
+
+Status FileWriter::finish_round() {
+  perf_event_header round{perf::kRecordFinishedRound, 0, sizeof(perf_event_header)};
+  BPFPROF_TRY(append(as_bytes_of(&round, sizeof round)));
+  BPFPROF_TRY(flush());
+  round_end_ = written_;
+  return ok_status();
+}
+
+uint64_t FileWriter::data_bytes() const { return written_ + buffer_.size(); }
+
+Status FileWriter::write_header(uint64_t data_size, const uint64_t features_bitmap[4]) {
+  FileHeader h;
+  h.attrs = {data_offset_ - attrs_.size() * kAttrEntrySize, attrs_.size() * kAttrEntrySize};
+  h.data = {data_offset_, data_size};
+  std::memcpy(h.adds_features, features_bitmap, sizeof h.adds_features);
+  if (int err = pwrite_all(fd_.get(), as_bytes_of(&h, sizeof h), 0))
+    return io_error("writing header of", path_, err);
+  return ok_status();
+}
+
+Status FileWriter::write_features(const Features& features, uint64_t data_size,
+                                  uint64_t bitmap[4]) {
+  std::vector<EventDescEntry> events;
+  for (const AttrEntry& a : attrs_) events.push_back({&a.attr, &a.name, &a.ids});
+  std::map<int, std::vector<std::byte>> sections = encode_features(features, events);
+
+  const uint64_t table_at = data_offset_ + data_size;
+  uint64_t payload_at = table_at + sections.size() * sizeof(FileSection);
+  std::vector<std::byte> out;
+  for (const auto& [feat, bytes] : sections) {
+    append_pod(out, FileSection{payload_at, bytes.size()});
+    payload_at += bytes.size();
+  }
+  for (const auto& [feat, bytes] : sections) out.insert(out.end(), bytes.begin(), bytes.end());
+  if (int err = pwrite_all(fd_.get(), out, table_at))
+    return io_error("writing features of", path_, err);
+  for (const auto& [feat, bytes] : sections) set_feature_bit(bitmap, feat);
+  return ok_status();
+}
+
+Status FileWriter::close(const Features& features) {
+  if (!fd_.valid()) return make_error(Errc::kInternal, "closing " + path_ + " twice");
+  if (!failed_ && !data_started_) {
+    Status s = freeze_preamble();
+    if (!s.ok()) {
+      failed_ = true;
+      first_error_ = s.error();
+    }
+  }
+  if (!failed_) (void)flush();
+  if (failed_) return close_after_error(features);
+
+  const uint64_t no_features[4] = {};
+  uint64_t bitmap[4] = {};
+  Status s = write_features(features, written_, bitmap);
+  if (!s.ok()) {
+    // Keep the data readable: no feature table, header without features.
+    (void)::ftruncate(fd_.get(), static_cast<off_t>(data_offset_ + written_));
+    (void)write_header(written_, no_features);
+    fd_.reset();
+    return s;
+  }
+  s = write_header(written_, bitmap);
+  int close_err = ::close(fd_.release()) == 0 ? 0 : errno;
+  if (!s.ok()) return s;
+  if (close_err != 0) return io_error("closing", path_, close_err);
+  return ok_status();
+}
+
+// The device filled up (or another write error): cut back to the last
+// complete round, so every record in the file is whole and every round that
+// perf sees is finished, then give features a try.
+Status FileWriter::close_after_error(const Features& features) {
+  const uint64_t keep = round_end_;
+  const uint64_t no_features[4] = {};
+  Error err = first_error_;
+  char kept[64];
+  std::snprintf(kept, sizeof kept, "; kept %.1f MB up to the last complete round",
+                static_cast<double>(keep) / 1e6);
+  err.message += kept;
+
+  if (::ftruncate(fd_.get(), static_cast<off_t>(data_offset_ + keep)) != 0) {
+    fd_.reset();
+    return err;
+  }
+  if (!write_header(keep, no_features).ok()) {
+    fd_.reset();
+    return err;
+  }
+  uint64_t bitmap[4] = {};
+  if (write_features(features, keep, bitmap).ok()) {
+    (void)write_header(keep, bitmap);
+  } else {
+    (void)::ftruncate(fd_.get(), static_cast<off_t>(data_offset_ + keep));
+    (void)write_header(keep, no_features);
+  }
+  fd_.reset();
+  return err;
+}
+
+void FileWriter::abandon() {
+  fd_.reset();
+  if (!path_.empty()) (void)::unlink(path_.c_str());
+  failed_ = true;
+}
+
+Status rotate_old(const std::string& path) {
+  std::string old = path + ".old";
+  if (::rename(path.c_str(), old.c_str()) == 0 || errno == ENOENT) return ok_status();
+  return io_error("renaming " + path + " to", old, errno);
+}
+
+}  // namespace bpfprof::perfdata
