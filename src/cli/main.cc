@@ -1,0 +1,29 @@
+// SPDX-License-Identifier: Apache-2.0
+// bpfprof: which BPF programs (and kernel/user code) burn CPU.
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "cli/record_command.h"
+
+int main(int argc, char** argv) {
+  CLI::App app("bpfprof: a profiler that tells which BPF programs burn CPU", "bpfprof");
+  app.require_subcommand(1);
+  bpfprof::cli::RecordFlags record_flags;
+  CLI::App* record = bpfprof::cli::add_record_command(app, record_flags);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::fprintf(stderr, "bpfprof: %s\n", e.what());
+    return 2;
+  }
+  std::vector<std::string> args(argv, argv + argc);
+  if (record->parsed()) return bpfprof::cli::run_record(record_flags, args);
+  return 2;
+}

@@ -1,0 +1,125 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "cli/record_command.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+
+#include <fmt/format.h>
+
+#include "perf/event_open.h"
+#include "record/progress.h"
+#include "record/recorder.h"
+
+namespace bpfprof::cli {
+
+CLI::App* add_record_command(CLI::App& app, RecordFlags& f) {
+  CLI::App* rec = app.add_subcommand(
+      "record", "Record samples and BPF program lifecycle into perf.data (Linux perf format)");
+  f.app = rec;
+  rec->add_flag("-a,--all-cpus", f.all_cpus, "System-wide collection from all CPUs");
+  rec->add_option("-C,--cpu", f.cpu_list, "Only these CPUs (e.g. 0-3,5)");
+  rec->add_option("-p,--pid", f.pid, "Record the threads of this existing process");
+  rec->add_option("-e,--event", f.event,
+                  "Sampling event: " + perf::supported_events() + " (default cycles)");
+  auto* freq = rec->add_option("-F,--freq", f.frequency, "Sampling frequency in Hz (default 4000)");
+  auto* period = rec->add_option("-c,--count", f.period, "Sample every N events");
+  freq->excludes(period);
+  rec->add_flag("-g", f.callchain, "Record call graphs");
+  rec->add_option("-o,--output", f.output, "Output file (default perf.data)");
+  rec->add_option("-d,--duration", f.duration_s, "Stop after this many seconds");
+  rec->add_option("-m,--mmap-pages", f.mmap_pages,
+                  "Ring buffer pages per CPU, a power of two (default 1024)");
+  rec->add_flag("-q,--quiet", f.quiet, "No progress and no summary");
+  rec->add_option("command", f.command, "Command to run while recording (after --)");
+  // Everything after the first positional belongs to the command, flags included.
+  rec->prefix_command();
+  return rec;
+}
+
+Result<record::RecordOptions> to_options(const RecordFlags& f, const std::vector<std::string>& argv) {
+  record::RecordOptions o;
+  const CLI::App* app = f.app;
+  auto given = [&](const char* name) { return app && app->count(name) > 0; };
+  o.system_wide = f.all_cpus;
+  if (!f.cpu_list.empty()) {
+    auto cpus = perf::parse_cpu_list(f.cpu_list);
+    if (!cpus.ok() || cpus->empty()) {
+      return make_error(Errc::kInvalidArgument, fmt::format("-C {}: not a CPU list", f.cpu_list));
+    }
+    o.cpus = std::move(cpus).value();
+  }
+  if (given("-p")) o.pid = f.pid;
+  if (given("-e")) o.event = f.event;
+  if (given("-F")) o.frequency = f.frequency;
+  if (given("-c")) o.period = f.period;
+  if (given("-d")) o.duration_s = f.duration_s;
+  o.callchain = f.callchain;
+  o.output = f.output;
+  o.mmap_pages = f.mmap_pages;
+  o.command = f.command;
+  if (app) {
+    for (const std::string& extra : app->remaining()) o.command.push_back(extra);
+  }
+  if (!o.command.empty() && o.command.front() == "--") o.command.erase(o.command.begin());
+  o.cmdline = argv;
+  BPFPROF_TRY(record::validate(o));
+  return o;
+}
+
+int exit_code_for(const Error& e) {
+  switch (e.code) {
+    case Errc::kPermission:
+    case Errc::kInvalidArgument:
+    case Errc::kUnsupported:
+      return 2;
+    default:
+      return 1;
+  }
+}
+
+namespace {
+
+void print_error(const Error& e) {
+  std::fprintf(stderr, "bpfprof record: %s\n", e.to_string().c_str());
+}
+
+}  // namespace
+
+int run_record(const RecordFlags& flags, const std::vector<std::string>& argv) {
+  auto options = to_options(flags, argv);
+  if (!options.ok()) {
+    print_error(options.error());
+    return exit_code_for(options.error());
+  }
+  const bool tty = !flags.quiet && ::isatty(STDERR_FILENO);
+  bool progress_shown = false;
+  record::RecordSink sink;
+  sink.notice = [&](std::string_view line) {
+    if (flags.quiet) return;
+    if (progress_shown) std::fputs("\r\x1b[K", stderr);
+    std::fprintf(stderr, "bpfprof record: %.*s\n", static_cast<int>(line.size()), line.data());
+  };
+  if (tty) {
+    sink.progress = [&](const record::Progress& p) {
+      std::fprintf(stderr, "\r%s\x1b[K", record::format_progress(p).c_str());
+      std::fflush(stderr);
+      progress_shown = true;
+    };
+  }
+  auto stats = record::record(*options, sink);
+  if (progress_shown) std::fputs("\r\x1b[K", stderr);
+  if (!stats.ok()) {
+    print_error(stats.error());
+    return exit_code_for(stats.error());
+  }
+  if (!flags.quiet) {
+    std::fprintf(stderr, "%s\n", record::format_summary(*stats).c_str());
+    if (!stats->enrichment.programs.empty()) {
+      std::fprintf(stderr, "%s\n", record::format_enrichment(stats->enrichment).c_str());
+    }
+  }
+  return 0;
+}
+
+}  // namespace bpfprof::cli

@@ -1,0 +1,48 @@
+// SPDX-License-Identifier: Apache-2.0
+// `bpfprof record`: flags (spelled as perf record's where they overlap), the
+// messages a user sees, and exit codes (0 done, 1 failed while recording or
+// writing, 2 refused: bad flags, unknown event, missing privileges).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "base/error.h"
+#include "record/options.h"
+
+namespace bpfprof::cli {
+
+// The flags as parsed, before they are turned into RecordOptions.
+struct RecordFlags {
+  bool all_cpus = false;
+  std::string cpu_list;
+  int pid = 0;
+  std::string event;
+  uint64_t frequency = 0;
+  uint64_t period = 0;
+  bool callchain = false;
+  std::string output = "perf.data";
+  double duration_s = 0;
+  uint32_t mmap_pages = record::kDefaultMmapPages;
+  bool quiet = false;
+  std::vector<std::string> command;
+  CLI::App* app = nullptr;  // the subcommand, to ask which flags were given
+};
+
+// Adds the `record` subcommand to `app`, filling `flags` when parsed.
+CLI::App* add_record_command(CLI::App& app, RecordFlags& flags);
+
+// Turns parsed flags into options (parses -C, validates). `argv` is the whole
+// command line, stored as the CMDLINE feature.
+Result<record::RecordOptions> to_options(const RecordFlags& flags,
+                                         const std::vector<std::string>& argv);
+
+// Runs the recording and prints; returns the exit code.
+int run_record(const RecordFlags& flags, const std::vector<std::string>& argv);
+
+// 2 for refusals (permission, invalid argument, unsupported), else 1.
+int exit_code_for(const Error& error);
+
+}  // namespace bpfprof::cli

@@ -1,0 +1,150 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "record/drain_loop.h"
+
+#include <sys/epoll.h>
+#include <sys/signalfd.h>
+#include <sys/timerfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+namespace bpfprof::record {
+namespace {
+
+// epoll user data: small tags for the control fds, ring fds get kRing.
+enum Tag : uint64_t { kRing = 0, kSignal, kProgress, kDuration, kWorkload, kTarget };
+
+Result<UniqueFd> make_timer(std::chrono::nanoseconds first, std::chrono::nanoseconds interval) {
+  UniqueFd fd(::timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK));
+  if (!fd.valid()) return make_sys_error("timerfd_create", errno);
+  itimerspec spec{};
+  spec.it_value.tv_sec = first.count() / 1000000000;
+  spec.it_value.tv_nsec = first.count() % 1000000000;
+  if (spec.it_value.tv_sec == 0 && spec.it_value.tv_nsec == 0) spec.it_value.tv_nsec = 1;
+  spec.it_interval.tv_sec = interval.count() / 1000000000;
+  spec.it_interval.tv_nsec = interval.count() % 1000000000;
+  if (::timerfd_settime(fd.get(), 0, &spec, nullptr) != 0) {
+    return make_sys_error("timerfd_settime", errno);
+  }
+  return fd;
+}
+
+Status watch(int epfd, int fd, uint64_t tag) {
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.u64 = tag == kRing ? (static_cast<uint64_t>(fd) << 8) : tag;
+  if (::epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev) != 0) return make_sys_error("epoll_ctl", errno);
+  return ok_status();
+}
+
+void drain_fd(int fd) {
+  uint64_t buf[16];
+  while (::read(fd, buf, sizeof buf) > 0) {
+  }
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace
+
+DrainLoop::DrainLoop(EventSet& events, const perf::SampleLayout& layout, RecordOutput output,
+                     std::function<Status()> finish_round)
+    : events_(events),
+      copier_(layout),
+      output_(std::move(output)),
+      finish_round_(std::move(finish_round)) {}
+
+Status DrainLoop::pass() {
+  size_t copied = 0;
+  for (CpuRing& r : events_.sampling_rings()) {
+    auto n = copier_.copy(r.ring, false, output_);
+    if (!n.ok()) return std::move(n).error();
+    copied += *n;
+  }
+  for (CpuRing& r : events_.sideband_rings()) {
+    auto n = copier_.copy(r.ring, true, output_);
+    if (!n.ok()) return std::move(n).error();
+    copied += *n;
+  }
+  if (copied) BPFPROF_TRY(finish_round_());
+  return ok_status();
+}
+
+Result<StopReason> DrainLoop::run(const DrainConfig& config) {
+  const auto t0 = std::chrono::steady_clock::now();
+  UniqueFd ep(::epoll_create1(EPOLL_CLOEXEC));
+  if (!ep.valid()) return make_sys_error("epoll_create1", errno);
+  for (CpuRing& r : events_.sampling_rings()) BPFPROF_TRY(watch(ep.get(), r.fd.get(), kRing));
+  for (CpuRing& r : events_.sideband_rings()) BPFPROF_TRY(watch(ep.get(), r.fd.get(), kRing));
+  if (config.signal_fd >= 0) BPFPROF_TRY(watch(ep.get(), config.signal_fd, kSignal));
+  if (config.workload_pidfd >= 0) BPFPROF_TRY(watch(ep.get(), config.workload_pidfd, kWorkload));
+  if (config.target_pidfd >= 0) BPFPROF_TRY(watch(ep.get(), config.target_pidfd, kTarget));
+  // The progress timer also bounds how long side-band records wait in a ring.
+  BPFPROF_ASSIGN_OR_RETURN(UniqueFd progress_timer,
+                           make_timer(config.progress_interval, config.progress_interval));
+  BPFPROF_TRY(watch(ep.get(), progress_timer.get(), kProgress));
+  UniqueFd duration_timer;
+  if (config.duration_s) {
+    auto ns = std::chrono::nanoseconds(static_cast<int64_t>(*config.duration_s * 1e9));
+    BPFPROF_ASSIGN_OR_RETURN(duration_timer, make_timer(ns, std::chrono::nanoseconds(0)));
+    BPFPROF_TRY(watch(ep.get(), duration_timer.get(), kDuration));
+  }
+
+  epoll_event events[64];
+  for (;;) {
+    int n = ::epoll_wait(ep.get(), events, 64, -1);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return make_sys_error("epoll_wait", errno);
+    }
+    std::optional<StopReason> stop;
+    bool tick = false;
+    for (int i = 0; i < n; i++) {
+      const uint64_t tag = events[i].data.u64 & 0xff;
+      switch (tag) {
+        case kRing:
+          // A task-bound event whose task exited reports HUP forever; its ring is
+          // still drained on every pass, it just no longer wakes us.
+          if (events[i].events & (EPOLLHUP | EPOLLERR)) {
+            ::epoll_ctl(ep.get(), EPOLL_CTL_DEL, static_cast<int>(events[i].data.u64 >> 8),
+                        nullptr);
+          }
+          break;
+        case kSignal: {
+          signalfd_siginfo si{};
+          if (::read(config.signal_fd, &si, sizeof si) == sizeof si) {
+            stop_signal_ = static_cast<int>(si.ssi_signo);
+            stop = StopReason::kSignal;
+          }
+          break;
+        }
+        case kProgress:
+          drain_fd(progress_timer.get());
+          tick = true;
+          break;
+        case kDuration:
+          stop = StopReason::kDuration;
+          break;
+        case kWorkload:
+          if (!stop) stop = StopReason::kWorkloadExited;
+          break;
+        case kTarget:
+          if (!stop) stop = StopReason::kTargetExited;
+          break;
+        default:
+          break;
+      }
+    }
+    BPFPROF_TRY(pass());
+    if (tick && config.progress) {
+      const DrainCounters& c = copier_.counters();
+      config.progress(Progress{seconds_since(t0), c.samples, c.lost + c.lost_samples, c.bytes});
+    }
+    if (stop) return *stop;
+  }
+}
+
+}  // namespace bpfprof::record

@@ -1,0 +1,62 @@
+// SPDX-License-Identifier: Apache-2.0
+// The drain loop: sleeps in epoll on every ring, a signalfd, a progress timer,
+// an optional duration timer and optional pidfds, and on each wake copies all
+// rings into the output, closing the pass with FINISHED_ROUND when it wrote
+// something (perf record's rhythm).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <vector>
+
+#include "base/error.h"
+#include "base/unique_fd.h"
+#include "record/event_set.h"
+#include "record/ring_copier.h"
+
+namespace bpfprof::record {
+
+enum class StopReason { kDuration, kSignal, kWorkloadExited, kTargetExited };
+
+// What a progress display shows; sent about twice a second.
+struct Progress {
+  double elapsed_s = 0;
+  uint64_t samples = 0;
+  uint64_t lost = 0;
+  uint64_t bytes = 0;
+};
+
+struct DrainConfig {
+  std::optional<double> duration_s;
+  int signal_fd = -1;        // SIGINT/SIGTERM end the recording
+  int workload_pidfd = -1;   // the command's exit ends the recording
+  int target_pidfd = -1;     // -p: the process's exit ends the recording
+  std::chrono::milliseconds progress_interval{500};
+  std::function<void(const Progress&)> progress;  // may be empty
+};
+
+class DrainLoop {
+ public:
+  // `finish_round` is called after a pass that wrote something.
+  DrainLoop(EventSet& events, const perf::SampleLayout& layout, RecordOutput output,
+            std::function<Status()> finish_round);
+
+  // Runs until a stop condition; an output error ends it with that error.
+  Result<StopReason> run(const DrainConfig& config);
+  // One pass over every ring (also the final drain after the events are disabled).
+  Status pass();
+
+  const DrainCounters& counters() const { return copier_.counters(); }
+  int stop_signal() const { return stop_signal_; }
+
+ private:
+  EventSet& events_;
+  RingCopier copier_;
+  RecordOutput output_;
+  std::function<Status()> finish_round_;
+  int stop_signal_ = 0;
+};
+
+}  // namespace bpfprof::record

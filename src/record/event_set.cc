@@ -1,0 +1,122 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "record/event_set.h"
+
+#include <cerrno>
+#include <cstring>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "perf/event_open.h"
+#include "record/kernel_maps.h"
+
+namespace bpfprof::record {
+namespace {
+
+std::string sysctl_value(const std::string& path) {
+  auto text = read_text_file(path);
+  if (!text.ok()) return "?";
+  std::string v = *text;
+  while (!v.empty() && (v.back() == '\n' || v.back() == ' ')) v.pop_back();
+  return v;
+}
+
+Result<UniqueFd> open_one(const perf_event_attr& attr, pid_t pid, int cpu, bool system_wide) {
+  auto fd = perf::open_event(attr, pid, cpu);
+  if (!fd.ok()) {
+    return explain_perf_open_error(std::move(fd).error(), system_wide)
+        .with_context(fmt::format("cpu {}", cpu));
+  }
+  return fd;
+}
+
+}  // namespace
+
+Error explain_perf_open_error(Error error, bool system_wide) {
+  if (error.code != Errc::kPermission) return error;
+  std::string paranoid = sysctl_value("/proc/sys/kernel/perf_event_paranoid");
+  error.message = fmt::format("perf_event_open: {} \u2014 needs CAP_PERFMON (or root), or "
+                              "kernel.perf_event_paranoid <= {} (now {})",
+                              std::strerror(error.sys_errno ? error.sys_errno : EACCES),
+                              system_wide ? "-1 for -a" : "1", paranoid);
+  return error;
+}
+
+Error explain_bpf_error(Error error) {
+  if (error.code != Errc::kPermission) return error;
+  std::string disabled = sysctl_value("/proc/sys/kernel/unprivileged_bpf_disabled");
+  error.message = fmt::format("{} \u2014 needs CAP_BPF and CAP_PERFMON (or root); "
+                              "kernel.unprivileged_bpf_disabled = {}",
+                              error.message, disabled);
+  return error;
+}
+
+Result<std::vector<CpuRing>> open_per_cpu(const perf_event_attr& attr, pid_t pid,
+                                          const std::vector<int>& cpus, uint32_t pages,
+                                          std::vector<uint64_t>& ids) {
+  std::vector<CpuRing> rings;
+  rings.reserve(cpus.size());
+  for (int cpu : cpus) {
+    BPFPROF_ASSIGN_OR_RETURN(UniqueFd fd, open_one(attr, pid, cpu, pid == -1));
+    BPFPROF_ASSIGN_OR_RETURN(uint64_t id, perf::event_id(fd.get()));
+    auto ring = perf::RingBuffer::map(fd.get(), pages);
+    if (!ring.ok()) {
+      return std::move(ring).error().with_context(fmt::format("mmap ring of cpu {}", cpu));
+    }
+    ids.push_back(id);
+    rings.push_back(CpuRing{cpu, std::move(fd), std::move(ring).value()});
+  }
+  return rings;
+}
+
+Result<EventSet> EventSet::open(const Config& config) {
+  EventSet set;
+  const bool all_tasks = config.sample_tids.empty();
+  // Side-band first: it is live from open on, so nothing that happens while
+  // the rest is set up goes unseen.
+  BPFPROF_ASSIGN_OR_RETURN(set.sideband_, open_per_cpu(config.sideband, -1, config.cpus,
+                                                        config.sideband_pages, set.sideband_ids_));
+  if (all_tasks) {
+    BPFPROF_ASSIGN_OR_RETURN(set.sampling_, open_per_cpu(config.sampling, -1, config.cpus,
+                                                          config.sampling_pages, set.sampling_ids_));
+    return set;
+  }
+  // Per task: the first task's event on each CPU owns the ring, the others
+  // write into it (same CPU, so records stay time-ordered within a ring).
+  BPFPROF_ASSIGN_OR_RETURN(set.sampling_,
+                           open_per_cpu(config.sampling, config.sample_tids.front(), config.cpus,
+                                        config.sampling_pages, set.sampling_ids_));
+  for (size_t t = 1; t < config.sample_tids.size(); t++) {
+    for (CpuRing& ring : set.sampling_) {
+      auto fd = open_one(config.sampling, config.sample_tids[t], ring.cpu, false);
+      if (!fd.ok()) {
+        if (fd.error().sys_errno == ESRCH) break;  // the thread exited meanwhile
+        return std::move(fd).error();
+      }
+      BPFPROF_ASSIGN_OR_RETURN(uint64_t id, perf::event_id(fd->get()));
+      BPFPROF_TRY(perf::set_output(fd->get(), ring.fd.get()));
+      set.sampling_ids_.push_back(id);
+      set.redirected_.push_back(std::move(fd).value());
+    }
+  }
+  return set;
+}
+
+Status EventSet::enable_sampling() {
+  for (CpuRing& r : sampling_) BPFPROF_TRY(perf::enable_event(r.fd.get()));
+  for (UniqueFd& fd : redirected_) BPFPROF_TRY(perf::enable_event(fd.get()));
+  return ok_status();
+}
+
+Status EventSet::enable_sideband() {
+  for (CpuRing& r : sideband_) BPFPROF_TRY(perf::enable_event(r.fd.get()));
+  return ok_status();
+}
+
+void EventSet::disable_all() {
+  for (CpuRing& r : sampling_) (void)perf::disable_event(r.fd.get());
+  for (UniqueFd& fd : redirected_) (void)perf::disable_event(fd.get());
+  for (CpuRing& r : sideband_) (void)perf::disable_event(r.fd.get());
+}
+
+}  // namespace bpfprof::record

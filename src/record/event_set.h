@@ -1,0 +1,72 @@
+// SPDX-License-Identifier: Apache-2.0
+// The perf events of one recording: per CPU a sampling event (system-wide, or
+// one per target thread redirected into a single ring) and a side-band dummy
+// event, always system-wide, each with its own ring buffer. Collects the event
+// ids the file's attrs list.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "base/error.h"
+#include "base/unique_fd.h"
+#include "perf/abi.h"
+#include "perf/ring_buffer.h"
+
+namespace bpfprof::record {
+
+// One mmap'd ring and the event fd that owns it.
+struct CpuRing {
+  int cpu = -1;
+  UniqueFd fd;
+  perf::RingBuffer ring;
+};
+
+// Opens `attr` on each CPU for `pid` (-1: all tasks) and maps a ring of
+// `pages` data pages per CPU. Ids are appended to `ids`.
+Result<std::vector<CpuRing>> open_per_cpu(const perf_event_attr& attr, pid_t pid,
+                                          const std::vector<int>& cpus, uint32_t pages,
+                                          std::vector<uint64_t>& ids);
+
+class EventSet {
+ public:
+  struct Config {
+    perf_event_attr sampling{};
+    perf_event_attr sideband{};
+    std::vector<int> cpus;
+    // Tasks to sample; empty = every task (pid -1). Each gets one event per CPU,
+    // all redirected into that CPU's ring.
+    std::vector<pid_t> sample_tids;
+    uint32_t sampling_pages = 0;
+    uint32_t sideband_pages = 0;
+    bool system_wide_hint = true;  // for permission messages only
+  };
+
+  static Result<EventSet> open(const Config& config);
+
+  // Sampling starts here unless the attr has enable_on_exec.
+  Status enable_sampling();
+  Status enable_sideband();
+  // Stops every event (best effort: a vanished task is not an error).
+  void disable_all();
+
+  std::vector<CpuRing>& sampling_rings() { return sampling_; }
+  std::vector<CpuRing>& sideband_rings() { return sideband_; }
+  const std::vector<uint64_t>& sampling_ids() const { return sampling_ids_; }
+  const std::vector<uint64_t>& sideband_ids() const { return sideband_ids_; }
+
+ private:
+  std::vector<CpuRing> sampling_;
+  std::vector<CpuRing> sideband_;
+  std::vector<UniqueFd> redirected_;  // per-thread sampling fds writing into sampling_ rings
+  std::vector<uint64_t> sampling_ids_, sideband_ids_;
+};
+
+// Turns a perf_event_open refusal into one line naming what is missing.
+Error explain_perf_open_error(Error error, bool system_wide);
+// Same for the bpf() syscall (enumerating programs, reading their info).
+Error explain_bpf_error(Error error);
+
+}  // namespace bpfprof::record

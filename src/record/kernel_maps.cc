@@ -1,0 +1,163 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "record/kernel_maps.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <charconv>
+#include <cstdio>
+#include <memory>
+
+#include "base/unique_fd.h"
+
+namespace bpfprof::record {
+namespace {
+
+std::string_view next_field(std::string_view& s) {
+  size_t b = s.find_first_not_of(" \t");
+  if (b == std::string_view::npos) {
+    s = {};
+    return {};
+  }
+  s.remove_prefix(b);
+  size_t e = s.find_first_of(" \t");
+  std::string_view f = s.substr(0, e);
+  s.remove_prefix(e == std::string_view::npos ? s.size() : e);
+  return f;
+}
+
+std::optional<uint64_t> parse_hex(std::string_view s) {
+  if (s.starts_with("0x")) s.remove_prefix(2);
+  uint64_t v = 0;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v, 16);
+  if (ec != std::errc() || p != s.data() + s.size() || s.empty()) return std::nullopt;
+  return v;
+}
+
+std::optional<uint64_t> parse_dec(std::string_view s) {
+  uint64_t v = 0;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v, 10);
+  if (ec != std::errc() || p != s.data() + s.size() || s.empty()) return std::nullopt;
+  return v;
+}
+
+// Feeds one kallsyms line into `text`; returns true once nothing more is needed.
+bool absorb(const KallsymsLine& l, KernelText& text, bool& have_text, bool& have_stext,
+            uint64_t& stext) {
+  if (!l.module.empty()) return false;
+  if (l.name == "_text") {
+    have_text = true;
+    text.start = l.addr;
+  } else if (l.name == "_stext") {
+    have_stext = true;
+    stext = l.addr;
+  } else if (l.name == "_etext") {
+    text.end = l.addr;
+    return have_text;
+  }
+  return false;
+}
+
+Result<KernelText> finish(KernelText text, bool have_text, bool have_stext, uint64_t stext) {
+  if (have_text) {
+    text.ref_name = "_text";
+  } else if (have_stext) {
+    text.ref_name = "_stext";
+    text.start = stext;
+  } else {
+    return make_error(Errc::kNotFound, "kallsyms: neither _text nor _stext found");
+  }
+  if (text.end <= text.start) text.end = 0;
+  return text;
+}
+
+}  // namespace
+
+std::optional<KallsymsLine> parse_kallsyms_line(std::string_view line) {
+  while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.remove_suffix(1);
+  KallsymsLine out;
+  auto addr = parse_hex(next_field(line));
+  std::string_view type = next_field(line);
+  std::string_view name = next_field(line);
+  if (!addr || type.size() != 1 || name.empty()) return std::nullopt;
+  out.addr = *addr;
+  out.type = type[0];
+  out.name = name;
+  std::string_view module = next_field(line);
+  if (module.size() >= 2 && module.front() == '[' && module.back() == ']') {
+    out.module = module.substr(1, module.size() - 2);
+  }
+  return out;
+}
+
+Result<KernelText> parse_kernel_text(std::string_view kallsyms) {
+  KernelText text;
+  bool have_text = false, have_stext = false;
+  uint64_t stext = 0;
+  while (!kallsyms.empty()) {
+    size_t nl = kallsyms.find('\n');
+    std::string_view line = kallsyms.substr(0, nl);
+    kallsyms.remove_prefix(nl == std::string_view::npos ? kallsyms.size() : nl + 1);
+    auto l = parse_kallsyms_line(line);
+    if (l && absorb(*l, text, have_text, have_stext, stext)) break;
+  }
+  return finish(std::move(text), have_text, have_stext, stext);
+}
+
+Result<KernelText> read_kernel_text(const std::string& path) {
+  std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen(path.c_str(), "re"), &std::fclose);
+  if (!f) return make_sys_error("open " + path, errno);
+  KernelText text;
+  bool have_text = false, have_stext = false;
+  uint64_t stext = 0;
+  char buf[512];
+  while (std::fgets(buf, sizeof buf, f.get())) {
+    auto l = parse_kallsyms_line(buf);
+    if (l && absorb(*l, text, have_text, have_stext, stext)) break;
+  }
+  return finish(std::move(text), have_text, have_stext, stext);
+}
+
+std::vector<ModuleMap> parse_modules(std::string_view text) {
+  std::vector<ModuleMap> out;
+  while (!text.empty()) {
+    size_t nl = text.find('\n');
+    std::string_view line = text.substr(0, nl);
+    text.remove_prefix(nl == std::string_view::npos ? text.size() : nl + 1);
+    std::string_view name = next_field(line);
+    auto size = parse_dec(next_field(line));
+    next_field(line);  // refcount
+    next_field(line);  // dependencies
+    next_field(line);  // state
+    auto addr = parse_hex(next_field(line));
+    if (name.empty() || !size || !addr) continue;
+    out.push_back({std::string(name), *addr, *size});
+  }
+  return out;
+}
+
+std::vector<ModuleMap> read_modules(const std::string& path) {
+  auto text = read_text_file(path);
+  if (!text.ok()) return {};
+  return parse_modules(*text);
+}
+
+Result<std::string> read_text_file(const std::string& path) {
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) return make_sys_error("open " + path, errno);
+  std::string out;
+  char buf[8192];
+  for (;;) {
+    ssize_t n = ::read(fd.get(), buf, sizeof buf);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return make_sys_error("read " + path, errno);
+    }
+    if (n == 0) break;
+    out.append(buf, static_cast<size_t>(n));
+  }
+  return out;
+}
+
+}  // namespace bpfprof::record

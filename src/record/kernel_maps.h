@@ -1,0 +1,52 @@
+// SPDX-License-Identifier: Apache-2.0
+// Where the kernel's text and modules sit, from /proc/kallsyms and
+// /proc/modules: what the synthesized kernel and module MMAPs say. Parsers
+// take text so tests can feed them strings.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/error.h"
+
+namespace bpfprof::record {
+
+// One /proc/kallsyms line: "ffffffff81000000 T _text" or "... t name\t[module]".
+struct KallsymsLine {
+  uint64_t addr = 0;
+  char type = 0;
+  std::string_view name;
+  std::string_view module;  // without brackets; empty for the core kernel
+};
+std::optional<KallsymsLine> parse_kallsyms_line(std::string_view line);
+
+// The core kernel text: [start, end) with the reference symbol perf names the
+// map after (`_text`, else `_stext`).
+struct KernelText {
+  std::string ref_name;
+  uint64_t start = 0;
+  uint64_t end = 0;  // _etext; 0 if not found
+};
+// Scans kallsyms text line by line. kNotFound without _text/_stext; start 0
+// when kptr_restrict hides addresses.
+Result<KernelText> parse_kernel_text(std::string_view kallsyms);
+// Reads /proc/kallsyms, stopping once _etext has been seen.
+Result<KernelText> read_kernel_text(const std::string& path = "/proc/kallsyms");
+
+// One loaded module: "name size refcnt deps state addr".
+struct ModuleMap {
+  std::string name;
+  uint64_t start = 0;
+  uint64_t size = 0;
+};
+std::vector<ModuleMap> parse_modules(std::string_view text);
+// /proc/modules; an absent file (no module support) is an empty list.
+std::vector<ModuleMap> read_modules(const std::string& path = "/proc/modules");
+
+// Whole small file (procfs files report size 0, so read until EOF).
+Result<std::string> read_text_file(const std::string& path);
+
+}  // namespace bpfprof::record

@@ -1,0 +1,48 @@
+// SPDX-License-Identifier: Apache-2.0
+// RecordOptions: what `bpfprof record` was asked to do, independent of how the
+// flags were spelled. validate() is the one place that decides which
+// combinations make sense, so the CLI and tests agree.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/error.h"
+
+namespace bpfprof::record {
+
+inline constexpr uint32_t kDefaultMmapPages = 1024;     // 4 MiB per CPU, as perf
+inline constexpr uint32_t kDefaultSidebandPages = 128;  // side-band ring per CPU
+inline constexpr uint64_t kDefaultFrequency = 4000;     // perf's default -F
+
+// The recording request. Empty/unset fields take perf's defaults.
+struct RecordOptions {
+  bool system_wide = false;             // -a
+  std::vector<int> cpus;                // -C (empty: all online CPUs)
+  std::optional<pid_t> pid;             // -p
+  std::vector<std::string> command;     // the workload after `--`
+  std::optional<std::string> event;     // -e (unset: cycles, else cpu-clock)
+  std::optional<uint64_t> frequency;    // -F
+  std::optional<uint64_t> period;       // -c
+  bool callchain = false;               // -g
+  std::string output = "perf.data";     // -o
+  std::optional<double> duration_s;     // -d
+  uint32_t mmap_pages = kDefaultMmapPages;         // -m
+  uint32_t sideband_pages = kDefaultSidebandPages;
+  // argv for the CMDLINE feature: [our binary, "record", flags...].
+  std::vector<std::string> cmdline;
+
+  // Samples are taken on all (listed) CPUs for every task.
+  bool samples_system_wide() const { return system_wide || !cpus.empty(); }
+};
+
+// Rejects contradictory or impossible requests with kInvalidArgument.
+Status validate(const RecordOptions& options);
+
+bool is_power_of_two(uint64_t v);
+
+}  // namespace bpfprof::record

@@ -1,0 +1,62 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "record/output_file.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+
+namespace bpfprof::record {
+
+Result<OutputFile> OutputFile::create(const std::string& path,
+                                      std::vector<perfdata::AttrEntry> attrs) {
+  struct stat st{};
+  const bool existed = ::lstat(path.c_str(), &st) == 0;
+  if (existed) {
+    if (auto s = perfdata::rotate_old(path); !s.ok()) {
+      return std::move(s).error().with_context("keeping the old " + path);
+    }
+  }
+  auto writer = perfdata::FileWriter::create(path, std::move(attrs));
+  if (!writer.ok()) {
+    if (existed) std::rename((path + ".old").c_str(), path.c_str());
+    return std::move(writer).error();
+  }
+  return OutputFile(std::move(writer).value(), path, existed);
+}
+
+void OutputFile::abandon() {
+  writer_.abandon();
+  if (rotated_) std::rename((path_ + ".old").c_str(), path_.c_str());
+  rotated_ = false;
+}
+
+std::string event_name_with_modifiers(const std::string& base, const perf_event_attr& attr) {
+  if (attr.exclude_kernel && !attr.exclude_user) return base + ":u";
+  if (attr.exclude_user && !attr.exclude_kernel) return base + ":k";
+  return base;
+}
+
+void merge_prog_infos(std::map<uint32_t, bpf::ProgInfo>& into, std::vector<bpf::ProgInfo> more) {
+  for (bpf::ProgInfo& p : more) into.try_emplace(p.id(), std::move(p));
+}
+
+void merge_btfs(std::map<uint32_t, bpf::BtfBlob>& into, std::vector<bpf::BtfBlob> more) {
+  for (bpf::BtfBlob& b : more) into.try_emplace(b.id, std::move(b));
+}
+
+std::vector<std::string> cmdline_with_exe(std::vector<std::string> argv) {
+  char buf[4096];
+  ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n > 0) {
+    std::string exe(buf, static_cast<size_t>(n));
+    if (argv.empty()) {
+      argv.push_back(exe);
+    } else {
+      argv[0] = exe;
+    }
+  }
+  return argv;
+}
+
+}  // namespace bpfprof::record

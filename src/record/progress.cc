@@ -1,0 +1,27 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "record/progress.h"
+
+#include <fmt/format.h>
+
+namespace bpfprof::record {
+
+std::string format_progress(const Progress& p) {
+  return fmt::format("[ recording: {:.1f} s, {} samples, {} lost, {:.1f} MB ]", p.elapsed_s,
+                     p.samples, p.lost, static_cast<double>(p.bytes) / (1024.0 * 1024.0));
+}
+
+std::string format_summary(const RecordStats& s) {
+  return fmt::format(
+      "[ bpfprof record: {} samples, {} lost, {} BPF programs ({} synthesized, {} loaded during "
+      "recording), {} enriched, {} gone before enrichment; wrote {} ({:.3f} MB) ]",
+      s.samples, s.lost, s.bpf_programs(), s.bpf_synthesized, s.bpf_loaded_live, s.bpf_enriched,
+      s.bpf_gone, s.output, static_cast<double>(s.file_bytes) / (1024.0 * 1024.0));
+}
+
+std::string format_enrichment(const EnrichmentStats& e) {
+  return fmt::format("enrichment: {} programs, median/max hold time {:.0f}/{:.0f} \u00b5s",
+                     e.programs.size(), static_cast<double>(e.median_hold_ns()) / 1e3,
+                     static_cast<double>(e.max_hold_ns()) / 1e3);
+}
+
+}  // namespace bpfprof::record

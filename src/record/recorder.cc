@@ -1,0 +1,251 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "record/recorder.h"
+
+#include <dirent.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <map>
+#include <memory>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "perf/event_open.h"
+#include "record/event_set.h"
+#include "record/output_file.h"
+#include "record/signals.h"
+#include "record/synthesize.h"
+#include "record/workload.h"
+
+namespace bpfprof::record {
+namespace {
+
+constexpr uint32_t kEnricherPages = 16;
+constexpr size_t kPageSize = 4096;
+
+// The sampling event: -e as given, else hardware cycles with a software
+// fallback decided when opening (see open_events).
+Result<perf::EventSpec> choose_event(const RecordOptions& o) {
+  auto spec = perf::parse_event(o.event.value_or("cycles"));
+  if (!spec.ok()) {
+    return make_error(Errc::kInvalidArgument,
+                      fmt::format("unknown event '{}' (supported: {})", o.event.value_or(""),
+                                  perf::supported_events()));
+  }
+  return spec;
+}
+
+bool no_pmu(const Error& e) {
+  return e.sys_errno == ENOENT || e.sys_errno == ENODEV || e.sys_errno == EOPNOTSUPP ||
+         e.sys_errno == ENXIO;
+}
+
+// Every thread of `pid` now; later threads are followed through inherit.
+Result<std::vector<pid_t>> threads_of(pid_t pid) {
+  const std::string dir = "/proc/" + std::to_string(pid) + "/task";
+  std::unique_ptr<DIR, int (*)(DIR*)> d(::opendir(dir.c_str()), &::closedir);
+  if (!d) return make_error(Errc::kNotFound, fmt::format("-p {}: no such process", pid));
+  std::vector<pid_t> tids;
+  while (dirent* e = ::readdir(d.get())) {
+    if (e->d_name[0] >= '0' && e->d_name[0] <= '9') tids.push_back(std::atoi(e->d_name));
+  }
+  if (tids.empty()) tids.push_back(pid);
+  return tids;
+}
+
+struct Setup {
+  perf::EventSpec spec;
+  perf_event_attr sampling{};
+  perf_event_attr sideband{};
+};
+
+Setup make_attrs(const RecordOptions& o, const perf::EventSpec& spec) {
+  Setup s;
+  s.spec = spec;
+  perf::SamplingConfig sc;
+  sc.event = spec;
+  sc.period = o.period;
+  sc.freq = o.period ? std::nullopt : std::optional(o.frequency.value_or(kDefaultFrequency));
+  sc.callchain = o.callchain;
+  sc.inherit = !o.samples_system_wide();
+  sc.enable_on_exec = !o.samples_system_wide() && !o.command.empty();
+  // Wake at a quarter full: a pass per wake-up, far from overflowing.
+  sc.wakeup_watermark = static_cast<uint32_t>(o.mmap_pages * kPageSize / 4);
+  s.sampling = perf::make_sampling_attr(sc);
+  perf::SidebandConfig sb;
+  sb.wakeup_watermark = static_cast<uint32_t>(o.sideband_pages * kPageSize / 4);
+  s.sideband = perf::make_sideband_attr(sb, s.sampling.sample_type);
+  return s;
+}
+
+Result<EventSet> open_events(const RecordOptions& o, const std::vector<int>& cpus,
+                             const std::vector<pid_t>& tids, Setup& setup, const RecordSink& sink) {
+  EventSet::Config config;
+  config.cpus = cpus;
+  config.sample_tids = tids;
+  config.sampling_pages = o.mmap_pages;
+  config.sideband_pages = o.sideband_pages;
+  config.sampling = setup.sampling;
+  config.sideband = setup.sideband;
+  auto events = EventSet::open(config);
+  if (events.ok() || o.event || !no_pmu(events.error())) return events;
+  if (sink.notice) sink.notice("no hardware PMU, sampling cpu-clock");
+  BPFPROF_ASSIGN_OR_RETURN(auto spec, perf::parse_event("cpu-clock"));
+  setup = make_attrs(o, spec);
+  config.sampling = setup.sampling;
+  return EventSet::open(config);
+}
+
+std::set<uint32_t> live_prog_loads(EventSet& events) {
+  std::set<uint32_t> ids;
+  for (CpuRing& r : events.sideband_rings()) collect_prog_load_ids(r.ring.peek(), ids);
+  return ids;
+}
+
+// Writes everything that describes the world before recording, then FINISHED_INIT.
+Result<BpfSynthesis> write_initial_state(perfdata::FileWriter& writer, EventSet& events,
+                                         size_t trailer, const RecordSink& sink) {
+  SynthBuffer synth(trailer);
+  auto flush = [&]() -> Status {
+    BPFPROF_TRY(writer.append(synth.bytes()));
+    synth.clear();
+    return ok_status();
+  };
+  if (auto s = synthesize_kernel(synth); !s.ok() && sink.notice) {
+    sink.notice("no kernel map: " + s.error().to_string());
+  }
+  BPFPROF_ASSIGN_OR_RETURN(BpfSynthesis bpf,
+                           synthesize_bpf(synth, [&] { return live_prog_loads(events); }));
+  BPFPROF_TRY(flush());
+  BPFPROF_TRY(synthesize_threads(synth, flush));
+  synth.header_only(perf::kRecordFinishedInit);
+  BPFPROF_TRY(flush());
+  BPFPROF_TRY(writer.finish_round());
+  return bpf;
+}
+
+}  // namespace
+
+Result<RecordStats> record(const RecordOptions& o, const RecordSink& sink) {
+  BPFPROF_TRY(validate(o));
+  BPFPROF_ASSIGN_OR_RETURN(perf::EventSpec spec, choose_event(o));
+  std::vector<int> cpus = o.cpus;
+  if (cpus.empty()) {
+    BPFPROF_ASSIGN_OR_RETURN(cpus, perf::online_cpus());
+  }
+
+  BPFPROF_ASSIGN_OR_RETURN(SignalGuard signals, SignalGuard::block_stop_signals());
+  std::optional<Workload> workload;
+  std::vector<pid_t> tids;
+  UniqueFd target_pidfd;
+  if (!o.command.empty()) {
+    BPFPROF_ASSIGN_OR_RETURN(Workload w, Workload::fork_held(o.command, signals.previous_mask()));
+    workload.emplace(std::move(w));
+    if (!o.samples_system_wide()) tids.push_back(workload->pid());
+  } else if (o.pid) {
+    BPFPROF_ASSIGN_OR_RETURN(tids, threads_of(*o.pid));
+    target_pidfd.reset(static_cast<int>(::syscall(SYS_pidfd_open, *o.pid, 0)));
+  }
+
+  Setup setup = make_attrs(o, spec);
+  // The enricher's events open first, so every PROG_LOAD the file will carry
+  // is also seen by the enricher.
+  BPFPROF_ASSIGN_OR_RETURN(auto enricher,
+                           Enricher::start(cpus, setup.sampling.sample_type, kEnricherPages));
+  BPFPROF_ASSIGN_OR_RETURN(EventSet events, open_events(o, cpus, tids, setup, sink));
+  BPFPROF_ASSIGN_OR_RETURN(perf::SampleLayout layout, perf::SampleLayout::from_attr(setup.sampling));
+
+  std::vector<perfdata::AttrEntry> attrs(2);
+  attrs[0].attr = setup.sampling;
+  attrs[0].name = event_name_with_modifiers(setup.spec.name, setup.sampling);
+  attrs[0].ids = events.sampling_ids();
+  attrs[1].attr = setup.sideband;
+  attrs[1].name = event_name_with_modifiers("dummy", setup.sideband);
+  attrs[1].ids = events.sideband_ids();
+  BPFPROF_ASSIGN_OR_RETURN(OutputFile out, OutputFile::create(o.output, std::move(attrs)));
+  perfdata::FileWriter& writer = out.writer();
+
+  // Until the drain loop runs, a failure leaves nothing behind.
+  auto before_start = [&](Error e) -> Error {
+    out.abandon();
+    return e;
+  };
+  if (auto s = events.enable_sideband(); !s.ok()) return before_start(std::move(s).error());
+  auto bpf = write_initial_state(writer, events, layout.id_hdr_size(), sink);
+  if (!bpf.ok()) return before_start(std::move(bpf).error());
+  if (!setup.sampling.enable_on_exec) {
+    if (auto s = events.enable_sampling(); !s.ok()) return before_start(std::move(s).error());
+  }
+  if (workload) {
+    if (auto s = workload->start(); !s.ok()) return before_start(std::move(s).error());
+  }
+
+  DrainLoop loop(
+      events, layout, [&](Bytes b) { return writer.append(b); },
+      [&] { return writer.finish_round(); });
+  DrainConfig dc;
+  dc.duration_s = o.duration_s;
+  dc.signal_fd = signals.fd();
+  dc.workload_pidfd = workload ? workload->pidfd() : -1;
+  dc.target_pidfd = target_pidfd.get();
+  dc.progress = sink.progress;
+  const uint64_t t0 = monotonic_ns();
+  auto stop = loop.run(dc);
+  events.disable_all();
+  Status drained = stop.ok() ? loop.pass() : ok_status();
+  const uint64_t t1 = monotonic_ns();
+  enricher->stop();
+
+  RecordStats stats;
+  if (workload) stats.workload_status = workload->terminate_and_reap();
+  const DrainCounters& c = loop.counters();
+  perfdata::Features features = perfdata::host_features();
+  features.cmdline = cmdline_with_exe(o.cmdline);
+  features.first_sample_time = c.first_sample_time;
+  features.last_sample_time = c.last_sample_time;
+  std::map<uint32_t, bpf::ProgInfo> infos = std::move(enricher->infos());
+  std::map<uint32_t, bpf::BtfBlob> btfs = std::move(enricher->btfs());
+  merge_prog_infos(infos, std::move(bpf->infos));
+  merge_btfs(btfs, std::move(bpf->btfs));
+  for (auto& [id, info] : infos) features.bpf_prog_info.push_back(std::move(info));
+  for (auto& [id, btf] : btfs) features.bpf_btf.push_back(std::move(btf));
+  Status closed = writer.close(features);
+  if (!stop.ok()) return std::move(stop).error();
+  if (!drained.ok()) return std::move(drained).error();
+  if (!closed.ok()) return std::move(closed).error();
+
+  stats.event_name = setup.spec.name;
+  stats.samples = c.samples;
+  stats.lost = c.lost + c.lost_sideband + c.lost_samples;
+  stats.lost_sideband = c.lost_sideband;
+  stats.throttles = c.throttles;
+  stats.records = c.records;
+  stats.first_sample_time = c.first_sample_time;
+  stats.last_sample_time = c.last_sample_time;
+  stats.enrichment = enricher->stats();
+  // Programs: those synthesized, plus those whose PROG_LOAD is in the stream.
+  std::set<uint32_t> synthesized(bpf->synthesized.begin(), bpf->synthesized.end());
+  std::set<uint32_t> live(bpf->live.begin(), bpf->live.end());
+  for (const EnrichedProgram& p : stats.enrichment.programs) {
+    if (!synthesized.count(p.id)) live.insert(p.id);
+  }
+  stats.bpf_synthesized = synthesized.size();
+  stats.bpf_loaded_live = live.size();
+  for (const bpf::ProgInfo& p : features.bpf_prog_info) {
+    if (synthesized.count(p.id()) || live.count(p.id())) stats.bpf_enriched++;
+  }
+  stats.bpf_gone = bpf->gone + stats.enrichment.gone();
+  stats.trampolines = bpf->trampolines;
+  stats.stop_reason = *stop;
+  stats.stop_signal = loop.stop_signal();
+  stats.elapsed_s = static_cast<double>(t1 - t0) / 1e9;
+  stats.output = o.output;
+  struct stat st{};
+  if (::stat(o.output.c_str(), &st) == 0) stats.file_bytes = static_cast<uint64_t>(st.st_size);
+  return stats;
+}
+
+}  // namespace bpfprof::record

@@ -1,0 +1,32 @@
+// SPDX-License-Identifier: Apache-2.0
+// SIGINT/SIGTERM as a file descriptor for the drain loop. Blocking them in the
+// recording thread before any other thread or child exists means no thread is
+// killed by them; the previous mask is restored on destruction.
+#pragma once
+
+#include <signal.h>
+
+#include "base/error.h"
+#include "base/unique_fd.h"
+
+namespace bpfprof::record {
+
+class SignalGuard {
+ public:
+  static Result<SignalGuard> block_stop_signals();
+  SignalGuard(SignalGuard&& other) noexcept;
+  SignalGuard& operator=(SignalGuard&&) = delete;
+  ~SignalGuard();
+
+  int fd() const { return fd_.get(); }
+  // The mask before blocking: what a forked command should run with.
+  const sigset_t& previous_mask() const { return old_; }
+
+ private:
+  SignalGuard() = default;
+  sigset_t old_{};
+  UniqueFd fd_;
+  bool active_ = false;
+};
+
+}  // namespace bpfprof::record

@@ -1,0 +1,55 @@
+// SPDX-License-Identifier: Apache-2.0
+// Synthesis of the state before recording began (perf-data-format.md section
+// 11): kernel and module maps, BPF programs already loaded, trampolines and
+// dispatchers, and existing threads with their executable mappings. All of it
+// carries time 0 and is written before the live data.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <set>
+#include <vector>
+
+#include "base/error.h"
+#include "bpf/prog_info.h"
+#include "perf/ring_buffer.h"
+#include "record/synth_records.h"
+
+namespace bpfprof::record {
+
+// Kernel MMAP ([kernel.kallsyms]_text, pid -1) and one MMAP per module.
+Status synthesize_kernel(SynthBuffer& out);
+
+// FORK, COMM per thread and MMAP2 per executable mapping of each thread-group
+// leader, from /proc. `flush` is called whenever `out` has grown large.
+Status synthesize_threads(SynthBuffer& out, const std::function<Status()>& flush,
+                          const std::string& proc = "/proc");
+
+// Ids of the programs whose PROG_LOAD sits in a ring's unread bytes (scanned
+// without consuming: those programs will appear in the stream with their real
+// time, so synthesizing them too would describe them twice).
+void collect_prog_load_ids(const perf::RingBuffer::Chunk& chunk, std::set<uint32_t>& ids);
+
+// Which enumerated programs to synthesize: all that the live stream does not carry.
+struct BpfPlan {
+  std::vector<uint32_t> synthesize;
+  std::vector<uint32_t> live;  // skipped: a live PROG_LOAD describes them
+};
+BpfPlan plan_bpf_synthesis(const std::vector<uint32_t>& enumerated, const std::set<uint32_t>& live);
+
+struct BpfSynthesis {
+  std::vector<bpf::ProgInfo> infos;  // every program whose info was read
+  std::vector<bpf::BtfBlob> btfs;
+  std::vector<uint32_t> synthesized;  // programs written as KSYMBOL + BPF_EVENT
+  std::vector<uint32_t> live;  // skipped: their PROG_LOAD is in the live stream
+  size_t gone = 0;             // enumerated but unloaded before their info was read
+  size_t trampolines = 0;   // bpf_trampoline_* / bpf_dispatcher_* KSYMBOLs
+};
+
+// Enumerates loaded programs, reads their info (and BTF), then asks
+// `live_ids` which of them have a live PROG_LOAD, and writes KSYMBOL per
+// function + BPF_EVENT PROG_LOAD for the rest, then trampolines/dispatchers.
+Result<BpfSynthesis> synthesize_bpf(SynthBuffer& out,
+                                    const std::function<std::set<uint32_t>()>& live_ids);
+
+}  // namespace bpfprof::record
