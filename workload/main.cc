@@ -1,0 +1,124 @@
+// SPDX-License-Identifier: Apache-2.0
+// bpfprof-workload: loads BPF programs of known shape and lifetime, burns CPU
+// in them through BPF_PROG_TEST_RUN and writes what it did as ground truth.
+#include <bpf/libbpf.h>
+#include <signal.h>
+
+#include <CLI/CLI.hpp>
+#include <atomic>
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "workload/runner.h"
+#include "workload/truth.h"
+
+namespace bpfprof::workload {
+namespace {
+
+constexpr int kExitFailed = 1;
+constexpr int kExitUsage = 2;
+constexpr int kExitProbeRefused = 3;
+
+std::atomic<bool> g_stop{false};
+
+void on_signal(int) { g_stop.store(true); }
+
+// libbpf's own messages (verifier logs included) only on request, so a
+// failure stays one line: BPFPROF_WORKLOAD_LIBBPF_LOG=1 shows them.
+int libbpf_log(enum libbpf_print_level level, const char* format, va_list args) {
+  static const bool enabled = std::getenv("BPFPROF_WORKLOAD_LIBBPF_LOG") != nullptr;
+  if (!enabled || level == LIBBPF_DEBUG) return 0;
+  return std::vfprintf(stderr, format, args);
+}
+
+int fail(const Error& e, int code = kExitFailed) {
+  std::fprintf(stderr, "bpfprof-workload: %s\n", e.to_string().c_str());
+  return code;
+}
+
+int run(int argc, char** argv) {
+  CLI::App app{"Loads BPF programs with chosen lifetimes, burns CPU in them through "
+               "BPF_PROG_TEST_RUN and writes the ground truth (ids, times, JIT addresses)."};
+  app.name("bpfprof-workload");
+  Options o;
+  std::string lifetimes = "200ms", long_lived = "1s", truth_path;
+  bool hold = false, probe = false;
+  app.add_option("--programs", o.programs, "short-lived burner programs")->capture_default_str();
+  app.add_option("--lifetime", lifetimes, "lifetimes cycled through, e.g. 100us,1ms,2s")
+      ->capture_default_str();
+  app.add_option("--subprog-programs", o.subprog_programs, "short-lived bpf2bpf programs")
+      ->capture_default_str();
+  app.add_option("--long-lived", long_lived, "the long-lived burner outlives the others by this")
+      ->capture_default_str();
+  app.add_option("--threads", o.threads, "threads loading programs in parallel")
+      ->check(CLI::Range(1u, 256u))
+      ->capture_default_str();
+  app.add_option("--rate", o.rate, "at most this many program loads per second (0: unlimited)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--truth", truth_path, "write the ground truth JSON here when done");
+  app.add_flag("--hold", hold, "run one program until SIGINT/SIGTERM; print 'ready <id>' first");
+  app.add_option("--seed", o.seed, "shuffle the job order and seed the packets (0: plan order)");
+  app.add_flag("--quiet", o.quiet, "no progress on stderr");
+  app.add_flag("--probe", probe, "exit 0 if BPF programs load and test-run here, else 3");
+  app.add_option("--burn-iters", o.burn_iters, "hot-loop iterations per program execution")
+      ->check(CLI::Range(1u, 65536u))
+      ->capture_default_str();
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int code = app.exit(e);
+    return code == 0 ? 0 : kExitUsage;
+  }
+
+  o.lifetimes_ns.clear();
+  for (size_t start = 0; start <= lifetimes.size();) {
+    size_t comma = std::min(lifetimes.find(',', start), lifetimes.size());
+    auto d = parse_duration(std::string_view(lifetimes).substr(start, comma - start));
+    if (!d.ok()) return fail(d.error(), kExitUsage);
+    o.lifetimes_ns.push_back(*d);
+    start = comma + 1;
+  }
+  auto extra = parse_duration(long_lived);
+  if (!extra.ok()) return fail(extra.error(), kExitUsage);
+  o.long_lived_extra_ns = *extra;
+
+  libbpf_set_print(libbpf_log);
+  struct sigaction sa = {};
+  sa.sa_handler = on_signal;
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+
+  if (probe) {
+    auto id = run_probe();
+    if (!id.ok()) return fail(std::move(id).error().with_context("probe"), kExitProbeRefused);
+    std::printf("ok: loaded and test-ran BPF program id %u\n", *id);
+    return 0;
+  }
+
+  std::vector<ProgramTruth> programs;
+  if (hold) {
+    auto held = run_hold(o, g_stop, [](uint32_t id) {
+      std::printf("ready %u\n", id);
+      std::fflush(stdout);
+    });
+    if (!held.ok()) return fail(held.error());
+    programs.push_back(std::move(*held));
+  } else {
+    auto ran = run_churn(o, g_stop);
+    if (!ran.ok()) return fail(ran.error());
+    programs = std::move(*ran);
+  }
+  if (!truth_path.empty()) {
+    Status s = write_truth(truth_path, programs);
+    if (!s.ok()) return fail(s.error());
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace bpfprof::workload
+
+int main(int argc, char** argv) { return bpfprof::workload::run(argc, argv); }
