@@ -4,11 +4,14 @@
 #include <bpf/bpf.h>
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
+#include <fcntl.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <memory>
 #include <string_view>
 #include <utility>
 
@@ -107,20 +110,18 @@ Result<LoadedProgram> LoadedProgram::load(Kind kind, uint32_t burn_iters, uint64
   const EmbeddedObject* embedded = find_object(spec.object);
   if (!embedded) return make_error(Errc::kInternal, "no embedded BPF object " + std::string(spec.object));
 
-  LoadedProgram prog;
-  prog.truth_.kind = kind;
-  prog.truth_.name = spec.entry;
   std::string object_name(spec.object);
   bpf_object_open_opts opts;
   std::memset(&opts, 0, sizeof opts);  // libbpf rejects non-zero bytes it does not know
   opts.sz = sizeof opts;
   opts.object_name = object_name.c_str();
-  prog.object_ = bpf_object__open_mem(embedded->bytes.data(), embedded->bytes.size(), &opts);
-  if (!prog.object_) return make_sys_error("opening BPF object " + object_name, errno);
+  std::unique_ptr<bpf_object, void (*)(bpf_object*)> object(
+      bpf_object__open_mem(embedded->bytes.data(), embedded->bytes.size(), &opts), &bpf_object__close);
+  if (!object) return make_sys_error("opening BPF object " + object_name, errno);
 
   bpf_program* entry = nullptr;
   bpf_program* p = nullptr;
-  bpf_object__for_each_program(p, prog.object_) {
+  bpf_object__for_each_program(p, object.get()) {
     bool mine = std::strcmp(bpf_program__name(p), spec.entry) == 0;
     bpf_program__set_autoload(p, mine);
     if (mine) entry = p;
@@ -128,15 +129,22 @@ Result<LoadedProgram> LoadedProgram::load(Kind kind, uint32_t burn_iters, uint64
   if (!entry) return make_error(Errc::kInternal, std::string("no BPF program ") + spec.entry);
   // The bpf2bpf program burns in two subprograms: halve so a run costs the same.
   uint32_t iters = kind == Kind::kSubprog ? std::max(1u, burn_iters / 2) : burn_iters;
-  BPFPROF_TRY(set_rodata_u32(prog.object_, "burn_iters", iters));
+  BPFPROF_TRY(set_rodata_u32(object.get(), "burn_iters", iters));
 
+  LoadedProgram prog;
+  prog.truth_.kind = kind;
+  prog.truth_.name = spec.entry;
   uint64_t start = monotonic_ns();
-  int err = bpf_object__load(prog.object_);
+  int err = bpf_object__load(object.get());
   prog.truth_.load_ns = monotonic_ns();
   prog.truth_.load_duration_ns = prog.truth_.load_ns - start;
   if (err) return load_error(spec.entry, -err);
-  prog.prog_fd_ = bpf_program__fd(entry);
-  if (prog.prog_fd_ < 0) return make_error(Errc::kInternal, "loaded program has no fd");
+  // Our own reference; closing the object (tens of us of fd closes and
+  // frees) then happens now, inside the lifetime, not at unload.
+  prog.fd_.reset(fcntl(bpf_program__fd(entry), F_DUPFD_CLOEXEC, 0));
+  if (!prog.fd_.valid()) return make_sys_error("duplicating the program fd", errno);
+  BPFPROF_TRY(prog.fetch_functions(bpf_object__btf(object.get())));
+  object.reset();
 
   // A fixed-size packet with seeded contents; the programs only read its length.
   prog.packet_.resize(kPacketSize);
@@ -145,16 +153,15 @@ Result<LoadedProgram> LoadedProgram::load(Kind kind, uint32_t burn_iters, uint64
     x ^= x << 13, x ^= x >> 7, x ^= x << 17;
     b = static_cast<unsigned char>(x);
   }
-  BPFPROF_TRY(prog.fetch_functions());
   return prog;
 }
 
-Status LoadedProgram::fetch_functions() {
+Status LoadedProgram::fetch_functions(const btf* types) {
   // Two phases: the first call reports the array sizes, the second fills them.
   bpf_prog_info info;
   std::memset(&info, 0, sizeof info);
   uint32_t len = sizeof info;
-  if (bpf_obj_get_info_by_fd(prog_fd_, &info, &len) != 0)
+  if (bpf_obj_get_info_by_fd(fd_.get(), &info, &len) != 0)
     return make_sys_error("bpf_prog_info of " + truth_.name, errno);
   uint32_t nr_ksyms = info.nr_jited_ksyms, nr_lens = info.nr_jited_func_lens;
   uint32_t nr_tags = info.nr_prog_tags, nr_funcs = info.nr_func_info;
@@ -176,7 +183,7 @@ Status LoadedProgram::fetch_functions() {
   info.func_info_rec_size = func_rec;
   info.func_info = reinterpret_cast<uintptr_t>(funcs.data());
   len = sizeof info;
-  if (bpf_obj_get_info_by_fd(prog_fd_, &info, &len) != 0)
+  if (bpf_obj_get_info_by_fd(fd_.get(), &info, &len) != 0)
     return make_sys_error("bpf_prog_info arrays of " + truth_.name, errno);
 
   truth_.id = info.id;
@@ -188,7 +195,6 @@ Status LoadedProgram::fetch_functions() {
   // The kernel names function i "bpf_prog_<tag>_<BTF name of func_info i>",
   // where the tag is prog_tags[i] for subprograms but the whole program's tag
   // for the entry function (it registers the program itself, not func[0]).
-  const btf* types = bpf_object__btf(object_);
   size_t n = std::min({ksyms.size(), lens.size()});
   truth_.functions.clear();
   for (size_t i = 0; i < n; i++) {
@@ -217,7 +223,7 @@ Status LoadedProgram::run(uint32_t repeat) {
   opts.data_size_in = static_cast<uint32_t>(packet_.size());
   opts.repeat = repeat;
   uint64_t cpu0 = clock_ns(CLOCK_THREAD_CPUTIME_ID);
-  int err = bpf_prog_test_run_opts(prog_fd_, &opts);
+  int err = bpf_prog_test_run_opts(fd_.get(), &opts);
   uint64_t cpu1 = clock_ns(CLOCK_THREAD_CPUTIME_ID);
   if (err) {
     int e = err < 0 ? -err : errno;
@@ -246,31 +252,20 @@ Status LoadedProgram::resolve_kallsyms() {
 }
 
 void LoadedProgram::close() {
-  if (!object_) return;
-  // Closes every fd libbpf holds (program, maps, BTF): the program's last
-  // reference, so the kernel unloads it inside this call.
-  bpf_object__close(std::exchange(object_, nullptr));
+  if (!fd_.valid()) return;
+  // The last reference: the kernel unloads the program inside this close().
+  fd_.reset();
   truth_.unload_ns = monotonic_ns();
-  prog_fd_ = -1;
 }
-
-LoadedProgram::LoadedProgram(LoadedProgram&& other) noexcept
-    : object_(std::exchange(other.object_, nullptr)),
-      prog_fd_(std::exchange(other.prog_fd_, -1)),
-      packet_(std::move(other.packet_)),
-      truth_(std::move(other.truth_)) {}
 
 LoadedProgram& LoadedProgram::operator=(LoadedProgram&& other) noexcept {
   if (this != &other) {
     close();
-    object_ = std::exchange(other.object_, nullptr);
-    prog_fd_ = std::exchange(other.prog_fd_, -1);
+    fd_ = std::move(other.fd_);
     packet_ = std::move(other.packet_);
     truth_ = std::move(other.truth_);
   }
   return *this;
 }
-
-LoadedProgram::~LoadedProgram() { close(); }
 
 }  // namespace bpfprof::workload

@@ -4,13 +4,13 @@
 #pragma once
 
 #include <cstdint>
-#include <memory>
 #include <string>
 #include <vector>
 
 #include "base/error.h"
+#include "base/unique_fd.h"
 
-struct bpf_object;
+struct btf;
 
 namespace bpfprof::workload {
 
@@ -36,7 +36,7 @@ struct ProgramTruth {
   uint64_t lifetime_ns = 0;  // the nominal lifetime asked for, 0 if open-ended
   uint64_t load_ns = 0;      // right after bpf_object__load returned
   uint64_t load_duration_ns = 0;  // bpf_object__load: verification and JIT
-  uint64_t unload_ns = 0;    // right after bpf_object__close returned
+  uint64_t unload_ns = 0;    // right after close() of the program's last fd
   uint64_t run_ns = 0;       // sum of test-run duration x repeat
   uint64_t run_count = 0;    // program executions (sum of repeat)
   uint64_t test_runs = 0;    // BPF_PROG_TEST_RUN calls
@@ -46,18 +46,19 @@ struct ProgramTruth {
 
 uint64_t monotonic_ns();
 
-// Owns the bpf_object; the program lives exactly as long as this does (or
-// until close()). Movable, not copyable.
+// Owns the only reference to a loaded program: one fd. The program lives
+// exactly as long as this does (or until close()). Movable, not copyable.
 class LoadedProgram {
  public:
   // Opens the embedded object of `kind`, enables only its entry point, sets
   // the loop count and loads it. Fills id, name, tag, load_ns and functions
-  // (with computed ksym names; see resolve_kallsyms).
+  // (with computed ksym names; see resolve_kallsyms). The bpf_object is closed
+  // before returning: the program keeps its maps and BTF alive by itself.
   static Result<LoadedProgram> load(Kind kind, uint32_t burn_iters, uint64_t seed);
 
-  LoadedProgram(LoadedProgram&&) noexcept;
-  LoadedProgram& operator=(LoadedProgram&&) noexcept;
-  ~LoadedProgram();
+  LoadedProgram(LoadedProgram&&) noexcept = default;
+  LoadedProgram& operator=(LoadedProgram&& other) noexcept;
+  ~LoadedProgram() { close(); }
 
   // One BPF_PROG_TEST_RUN executing the program `repeat` times.
   Status run(uint32_t repeat);
@@ -66,16 +67,15 @@ class LoadedProgram {
   // Unloads the program and records unload_ns; idempotent.
   void close();
 
-  bool loaded() const { return object_ != nullptr; }
+  bool loaded() const { return fd_.valid(); }
   ProgramTruth& truth() { return truth_; }
   const ProgramTruth& truth() const { return truth_; }
 
  private:
   LoadedProgram() = default;
-  Status fetch_functions();
+  Status fetch_functions(const btf* types);
 
-  bpf_object* object_ = nullptr;
-  int prog_fd_ = -1;  // owned by object_
+  UniqueFd fd_;
   std::vector<unsigned char> packet_;
   ProgramTruth truth_;
 };
