@@ -29,7 +29,8 @@ class RateLimiter {
  public:
   explicit RateLimiter(double rate)
       : interval_ns_(rate > 0 ? static_cast<uint64_t>(1e9 / rate) : 0) {}
-  void wait() {
+  // Sleeps until this caller's slot, in short naps so `stop` is seen.
+  void wait(const std::atomic<bool>& stop) {
     if (interval_ns_ == 0) return;
     uint64_t slot;
     {
@@ -37,8 +38,8 @@ class RateLimiter {
       slot = std::max(next_ns_, monotonic_ns());
       next_ns_ = slot + interval_ns_;
     }
-    uint64_t now = monotonic_ns();
-    if (slot > now) std::this_thread::sleep_for(std::chrono::nanoseconds(slot - now));
+    for (uint64_t now = monotonic_ns(); now < slot && !stop; now = monotonic_ns())
+      std::this_thread::sleep_for(std::chrono::nanoseconds(std::min<uint64_t>(slot - now, 10'000'000)));
   }
 
  private:
@@ -107,8 +108,7 @@ void resolve_names(LoadedProgram& prog, bool quiet) {
 
 // One program's whole life: load, name, burn until the deadline, unload.
 Result<ProgramTruth> live(Kind kind, uint64_t lifetime_ns, uint64_t seed, const Options& o,
-                          RateLimiter& rate, const std::atomic<bool>& stop) {
-  rate.wait();
+                          const std::atomic<bool>& stop) {
   BPFPROF_ASSIGN_OR_RETURN(LoadedProgram prog, LoadedProgram::load(kind, o.burn_iters, seed));
   prog.truth().lifetime_ns = lifetime_ns;
   std::atomic<uint64_t> deadline{prog.truth().load_ns + lifetime_ns};
@@ -190,7 +190,7 @@ Result<std::vector<ProgramTruth>> run_churn(const Options& o, const std::atomic<
   std::optional<ProgramTruth> long_truth;
   std::atomic<int> long_state{0};  // 0 loading, 1 running, 2 done
   std::thread long_thread([&] {
-    rate.wait();
+    rate.wait(stop);
     auto prog = LoadedProgram::load(Kind::kLongLived, o.burn_iters, o.seed);
     if (!prog.ok()) {
       first_error.set(std::move(prog).error().with_context("long-lived program"));
@@ -217,7 +217,9 @@ Result<std::vector<ProgramTruth>> run_churn(const Options& o, const std::atomic<
       while (!failed && !stop) {
         size_t i = next_job.fetch_add(1);
         if (i >= jobs.size()) return;
-        auto r = live(jobs[i].kind, jobs[i].lifetime_ns, jobs[i].seed, o, rate, stop);
+        rate.wait(stop);
+        if (stop) return;
+        auto r = live(jobs[i].kind, jobs[i].lifetime_ns, jobs[i].seed, o, stop);
         if (!r.ok()) {
           first_error.set(std::move(r).error().with_context(kind_name(jobs[i].kind)));
           failed = true;
