@@ -2,7 +2,6 @@
 #include "workload/runner.h"
 
 #include <algorithm>
-#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
