@@ -11,6 +11,7 @@
 
 #include "bpf/query.h"
 #include "perf/event_open.h"
+#include "record/ring_copier.h"
 
 namespace bpfprof::record {
 
@@ -58,7 +59,8 @@ Result<std::unique_ptr<Enricher>> Enricher::start(const std::vector<int>& cpus,
   config.comm = false;
   config.task = false;
   config.bpf_event = true;
-  config.wakeup_events = 1;  // react to every PROG_LOAD at once
+  // Wake on every record (wakeup_events counts samples only, never side-band).
+  config.wakeup_watermark = 1;
   const perf_event_attr attr = perf::make_sideband_attr(config, sample_type);
   BPFPROF_ASSIGN_OR_RETURN(e->layout_, perf::SampleLayout::from_attr(attr));
   std::vector<uint64_t> ids;
@@ -118,7 +120,10 @@ void Enricher::drain() {
         return;
       }
       if (rec.header.type != perf::kRecordBpfEvent) return;
-      auto ev = perf::BpfEvent::parse(rec, layout_);
+      perf::RecordView fixed = rec;
+      fixed.header.size = true_record_size(rec, layout_.id_hdr_size());
+      fixed.bytes = rec.bytes.first(fixed.header.size);
+      auto ev = perf::BpfEvent::parse(fixed, layout_);
       if (ev.ok() && ev->type == perf::kBpfEventProgLoad) on_prog_load(ev->id, ev->sample_id.time);
     });
     if (!consumed.ok()) stats_.errors++;

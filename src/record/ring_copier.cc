@@ -35,6 +35,33 @@ T load_at(const perf::RingBuffer::Chunk& c, size_t off) {
 
 }  // namespace
 
+uint16_t true_record_size(const perf::RecordView& r, size_t id_hdr_size) {
+  const size_t have = r.bytes.size();
+  size_t fixed = 0;
+  if (r.header.type == perf::kRecordBpfEvent) {
+    fixed = 24;
+  } else if (r.header.type == perf::kRecordKsymbol) {
+    if (have < 24) return r.header.size;
+    const char* name = reinterpret_cast<const char*>(r.bytes.data() + 24);
+    const size_t len = strnlen(name, have - 24);
+    fixed = 24 + ((len + 1 + 7) & ~size_t{7});
+  } else {
+    return r.header.size;
+  }
+  const size_t size = fixed + id_hdr_size;
+  return size < have ? static_cast<uint16_t>(size) : r.header.size;
+}
+
+void RingCopier::check_repair(const perf::RingBuffer::Chunk& c, size_t off, uint16_t size) {
+  perf::RecordView view;
+  view.header = load_at<perf::RecordHeader>(c, off);
+  scratch_.resize(size);
+  copy_out(c, off, size, scratch_.data());
+  view.bytes = Bytes(scratch_.data(), size);
+  const uint16_t fixed = true_record_size(view, layout_.id_hdr_size());
+  if (fixed < size) repairs_.push_back({off, size, fixed});
+}
+
 std::optional<uint64_t> RingCopier::sample_time_at(const perf::RingBuffer::Chunk& c, size_t off,
                                                    uint16_t size) {
   perf::RecordView view;
@@ -80,6 +107,10 @@ Result<size_t> RingCopier::scan(const perf::RingBuffer::Chunk& c, bool sideband)
       case perf::kRecordThrottle:
         counters_.throttles++;
         break;
+      case perf::kRecordKsymbol:
+      case perf::kRecordBpfEvent:
+        if (sideband) check_repair(c, off, h.size);
+        break;
       default:
         break;
     }
@@ -102,15 +133,37 @@ Result<size_t> RingCopier::scan(const perf::RingBuffer::Chunk& c, bool sideband)
   return off;
 }
 
+Status RingCopier::emit(const perf::RingBuffer::Chunk& c, size_t from, size_t to,
+                        const RecordOutput& out) {
+  const size_t split = c.first.size();
+  if (from < split) {
+    const size_t end = std::min(to, split);
+    if (end > from) BPFPROF_TRY(out(c.first.subspan(from, end - from)));
+    from = end;
+  }
+  if (to > from) BPFPROF_TRY(out(c.second.subspan(from - split, to - from)));
+  return ok_status();
+}
+
 Result<size_t> RingCopier::copy(perf::RingBuffer& ring, bool sideband, const RecordOutput& out) {
   const perf::RingBuffer::Chunk c = ring.peek();
   if (c.size() == 0) return size_t{0};
+  repairs_.clear();
   auto scanned = scan(c, sideband);
   if (!scanned.ok()) return std::move(scanned).error();
   const size_t n = *scanned;
-  const size_t in_first = std::min(n, c.first.size());
-  if (in_first) BPFPROF_TRY(out(c.first.first(in_first)));
-  if (n > in_first) BPFPROF_TRY(out(c.second.first(n - in_first)));
+  // Whole spans go out as they are; only repaired records are rewritten.
+  size_t pos = 0;
+  for (const Repair& r : repairs_) {
+    BPFPROF_TRY(emit(c, pos, r.offset, out));
+    scratch_.resize(r.size);
+    copy_out(c, r.offset, r.size, scratch_.data());
+    std::memcpy(scratch_.data() + 6, &r.size, sizeof r.size);
+    BPFPROF_TRY(out(Bytes(scratch_.data(), r.size)));
+    pos = r.offset + r.header_size;
+    counters_.repaired++;
+  }
+  BPFPROF_TRY(emit(c, pos, n, out));
   ring.consume(n);
   counters_.bytes += n;
   return n;

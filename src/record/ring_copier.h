@@ -24,8 +24,17 @@ struct DrainCounters {
   uint64_t throttles = 0;
   uint64_t records = 0;
   uint64_t bytes = 0;
+  uint64_t repaired = 0;        // oversized KSYMBOL/BPF_EVENT records cut to size
+
   std::optional<uint64_t> first_sample_time, last_sample_time;
 };
+
+// The size a side-band KSYMBOL or BPF_EVENT record really has. Kernels up to
+// at least 6.18 grow the shared header.size of these two records by every
+// earlier listener's sample_id size (perf_event_{ksymbol,bpf}_output never
+// restore it), so a record may claim more bytes than it wrote: the fields,
+// then its own trailer, then stale ring bytes. Other types: header.size.
+uint16_t true_record_size(const perf::RecordView& r, size_t id_hdr_size);
 
 // Where copied bytes go (the FileWriter in a recording, a vector in tests).
 using RecordOutput = std::function<Status(Bytes)>;
@@ -46,9 +55,19 @@ class RingCopier {
   std::optional<uint64_t> sample_time_at(const perf::RingBuffer::Chunk& c, size_t off,
                                          uint16_t size);
 
+  // A record to write cut down to `size` instead of its header's size.
+  struct Repair {
+    size_t offset;
+    uint16_t header_size;
+    uint16_t size;
+  };
+  void check_repair(const perf::RingBuffer::Chunk& c, size_t off, uint16_t size);
+  Status emit(const perf::RingBuffer::Chunk& c, size_t from, size_t to, const RecordOutput& out);
+
   perf::SampleLayout layout_;
   DrainCounters counters_;
   std::vector<std::byte> scratch_;
+  std::vector<Repair> repairs_;
 };
 
 }  // namespace bpfprof::record

@@ -1,0 +1,149 @@
+// SPDX-License-Identifier: Apache-2.0
+// Real-kernel test of the recorder in-process: record `sleep 0.3` system-wide
+// and read the file back, with our reader and with Linux perf.
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include "perf/records.h"
+#include "perfdata/reader.h"
+#include "record/recorder.h"
+#include "testing/subprocess.h"
+
+namespace bpfprof::record {
+namespace {
+
+struct Seen {
+  size_t samples = 0;
+  bool kernel_mmap = false;
+  bool own_comm = false;
+  bool finished_init = false;
+  size_t records_before_init_with_time = 0;
+};
+
+TEST(RecorderKernelTest, RecordsSleepSystemWide) {
+  bpfprof::testing::TempDir dir;
+  RecordOptions o;
+  o.system_wide = true;
+  o.callchain = true;
+  o.command = {"sleep", "0.3"};
+  o.output = dir.file("sleep.data");
+  o.cmdline = {"bpfprof", "record", "-a", "-g", "--", "sleep", "0.3"};
+  std::vector<std::string> notices;
+  RecordSink sink;
+  sink.notice = [&](std::string_view n) { notices.emplace_back(n); };
+  auto stats = record(o, sink);
+  if (!stats.ok() && stats.error().code == Errc::kPermission) {
+    BPFPROF_KERNEL_SKIP(stats.error().to_string());
+  }
+  ASSERT_TRUE(stats.ok()) << stats.error().to_string();
+  EXPECT_EQ(stats->stop_reason, StopReason::kWorkloadExited);
+  ASSERT_TRUE(stats->workload_status.has_value());
+  EXPECT_EQ(*stats->workload_status, 0);
+  EXPECT_GT(stats->samples, 0u);
+  EXPECT_GT(stats->file_bytes, 0u);
+
+  auto reader = perfdata::FileReader::open(o.output);
+  ASSERT_TRUE(reader.ok()) << reader.error().to_string();
+  ASSERT_EQ(reader->attrs().size(), 2u);
+  for (const auto& a : reader->attrs()) {
+    EXPECT_FALSE(a.ids.empty()) << a.name;
+    EXPECT_TRUE(a.attr.sample_type & PERF_SAMPLE_IDENTIFIER);
+  }
+  EXPECT_EQ(reader->attrs()[0].attr.sample_type, reader->attrs()[1].attr.sample_type);
+  EXPECT_TRUE(reader->attrs()[1].attr.bpf_event);
+  EXPECT_TRUE(reader->attrs()[1].attr.ksymbol);
+
+  Seen seen;
+  const auto own_pid = static_cast<uint32_t>(::getpid());
+  auto status = reader->for_each_record([&](const perf::RecordView& r, uint64_t) {
+    const perfdata::FileAttr* attr = reader->attr_for(r);
+    ASSERT_NE(attr, nullptr) << "record type " << r.header.type;
+    switch (r.header.type) {
+      case perf::kRecordSample:
+        seen.samples++;
+        break;
+      case perf::kRecordMmap: {
+        auto m = perf::Mmap::parse(r, attr->layout);
+        ASSERT_TRUE(m.ok());
+        if (m->filename.starts_with("[kernel.kallsyms]") && m->sample_id.time == 0 &&
+            r.cpumode() == perf::kMiscKernel) {
+          seen.kernel_mmap = true;
+          EXPECT_GT(m->len, 0u);
+          EXPECT_EQ(m->pgoff, m->start);
+        }
+        break;
+      }
+      case perf::kRecordComm: {
+        auto c = perf::Comm::parse(r, attr->layout);
+        ASSERT_TRUE(c.ok());
+        if (c->pid == own_pid && c->tid == own_pid && c->sample_id.time == 0) seen.own_comm = true;
+        break;
+      }
+      case perf::kRecordFinishedInit:
+        seen.finished_init = true;
+        break;
+      default:
+        if (!seen.finished_init && r.header.type < 64 &&
+            attr->layout.time_of(r).value_or(0) != 0) {
+          seen.records_before_init_with_time++;
+        }
+        break;
+    }
+  });
+  ASSERT_TRUE(status.ok()) << status.error().to_string();
+  EXPECT_TRUE(seen.kernel_mmap);
+  EXPECT_TRUE(seen.own_comm);
+  EXPECT_TRUE(seen.finished_init);
+  EXPECT_EQ(seen.records_before_init_with_time, 0u) << "only synthesized records before FINISHED_INIT";
+  EXPECT_GT(seen.samples, 0u);
+  EXPECT_EQ(seen.samples, stats->samples);
+  EXPECT_TRUE(reader->features().first_sample_time.has_value());
+  EXPECT_FALSE(reader->features().cmdline.empty());
+
+  auto script = bpfprof::testing::run({"perf", "script", "-i", o.output});
+  EXPECT_EQ(script.exit_code, 0) << script.err;
+  EXPECT_EQ(script.err, "");
+  EXPECT_FALSE(script.out.empty());
+}
+
+TEST(RecorderKernelTest, UnknownEventIsRefusedBeforeAnythingIsWritten) {
+  bpfprof::testing::TempDir dir;
+  RecordOptions o;
+  o.system_wide = true;
+  o.event = "no-such-event";
+  o.output = dir.file("x.data");
+  auto stats = record(o, {});
+  ASSERT_FALSE(stats.ok());
+  EXPECT_EQ(stats.error().code, Errc::kInvalidArgument);
+  EXPECT_NE(stats.error().message.find("cpu-clock"), std::string::npos) << stats.error().message;
+  EXPECT_NE(::access(o.output.c_str(), F_OK), 0) << "nothing left behind";
+}
+
+TEST(RecorderKernelTest, OldOutputIsKeptWhenTheCommandCannotStart) {
+  bpfprof::testing::TempDir dir;
+  RecordOptions o;
+  o.system_wide = true;
+  o.command = {"/nonexistent/command"};
+  o.output = dir.file("perf.data");
+  FILE* f = std::fopen(o.output.c_str(), "w");
+  ASSERT_NE(f, nullptr);
+  std::fputs("old", f);
+  std::fclose(f);
+  auto stats = record(o, {});
+  if (!stats.ok() && stats.error().code == Errc::kPermission) {
+    BPFPROF_KERNEL_SKIP(stats.error().to_string());
+  }
+  ASSERT_FALSE(stats.ok());
+  EXPECT_NE(stats.error().message.find("/nonexistent/command"), std::string::npos);
+  char buf[8] = {};
+  f = std::fopen(o.output.c_str(), "r");
+  ASSERT_NE(f, nullptr) << "the old file is back";
+  EXPECT_EQ(std::fread(buf, 1, sizeof buf, f), 3u);
+  std::fclose(f);
+  EXPECT_STREQ(buf, "old");
+  EXPECT_NE(::access((o.output + ".old").c_str(), F_OK), 0);
+}
+
+}  // namespace
+}  // namespace bpfprof::record
