@@ -20,7 +20,7 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForAllHelp& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    std::fprintf(stderr, "bpfprof: %s\n", e.what());
+    std::fprintf(stderr, "%s: %s\n", record->parsed() ? "bpfprof record" : "bpfprof", e.what());
     return 2;
   }
   std::vector<std::string> args(argv, argv + argc);

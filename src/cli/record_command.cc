@@ -61,7 +61,13 @@ Result<record::RecordOptions> to_options(const RecordFlags& f, const std::vector
   if (app) {
     for (const std::string& extra : app->remaining()) o.command.push_back(extra);
   }
-  if (!o.command.empty() && o.command.front() == "--") o.command.erase(o.command.begin());
+  if (!o.command.empty() && o.command.front() == "--") {
+    o.command.erase(o.command.begin());
+  } else if (!o.command.empty() && o.command.front().starts_with("-")) {
+    // prefix_command() stops at the first unknown token; before the command
+    // that can only be a misspelt flag.
+    return make_error(Errc::kInvalidArgument, "unknown option " + o.command.front());
+  }
   o.cmdline = argv;
   BPFPROF_TRY(record::validate(o));
   return o;

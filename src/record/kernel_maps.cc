@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <cstdio>
@@ -119,6 +120,34 @@ Result<KernelText> read_kernel_text(const std::string& path) {
   return finish(std::move(text), have_text, have_stext, stext);
 }
 
+KallsymsScan scan_kallsyms(std::string_view kallsyms) {
+  KallsymsScan scan;
+  KernelText text;
+  bool have_text = false, have_stext = false, done = false;
+  uint64_t stext = 0;
+  while (!kallsyms.empty()) {
+    size_t nl = kallsyms.find('\n');
+    std::string_view line = kallsyms.substr(0, nl);
+    kallsyms.remove_prefix(nl == std::string_view::npos ? kallsyms.size() : nl + 1);
+    auto l = parse_kallsyms_line(line);
+    if (!l) continue;
+    if (l->module == "bpf") {
+      scan.bpf.push_back({l->addr, std::string(l->name)});
+    } else if (!done) {
+      done = absorb(*l, text, have_text, have_stext, stext);
+    }
+  }
+  scan.text = finish(std::move(text), have_text, have_stext, stext);
+  std::stable_sort(scan.bpf.begin(), scan.bpf.end(),
+                   [](const auto& a, const auto& b) { return a.addr < b.addr; });
+  return scan;
+}
+
+Result<KallsymsScan> read_kallsyms(const std::string& path) {
+  BPFPROF_ASSIGN_OR_RETURN(std::string text, read_text_file(path));
+  return scan_kallsyms(text);
+}
+
 std::vector<ModuleMap> parse_modules(std::string_view text) {
   std::vector<ModuleMap> out;
   while (!text.empty()) {
@@ -147,7 +176,7 @@ Result<std::string> read_text_file(const std::string& path) {
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (!fd.valid()) return make_sys_error("open " + path, errno);
   std::string out;
-  char buf[8192];
+  char buf[65536];
   for (;;) {
     ssize_t n = ::read(fd.get(), buf, sizeof buf);
     if (n < 0) {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "bpf/query.h"
 
 namespace bpfprof::record {
 
@@ -35,6 +36,15 @@ struct KernelText {
 Result<KernelText> parse_kernel_text(std::string_view kallsyms);
 // Reads /proc/kallsyms, stopping once _etext has been seen.
 Result<KernelText> read_kernel_text(const std::string& path = "/proc/kallsyms");
+
+// Everything the synthesis needs from kallsyms in one pass (the kernel
+// formats the whole file on every read, so each pass costs ~50 ms of CPU).
+struct KallsymsScan {
+  Result<KernelText> text = make_error(Errc::kNotFound, "kallsyms not read");
+  std::vector<bpf::KallsymsEntry> bpf;  // "[bpf]" entries, sorted by address
+};
+KallsymsScan scan_kallsyms(std::string_view kallsyms);
+Result<KallsymsScan> read_kallsyms(const std::string& path = "/proc/kallsyms");
 
 // One loaded module: "name size refcnt deps state addr".
 struct ModuleMap {

@@ -65,6 +65,21 @@ TEST(KernelMapsTest, Modules) {
   EXPECT_EQ(m[1].start, 0xffffffffc0200000u);
 }
 
+TEST(KernelMapsTest, OnePassScan) {
+  KallsymsScan scan = scan_kallsyms(
+      "ffffffffc0026dc0 t bpf_dispatcher_xdp\t[bpf]\n"
+      "ffffffff81000000 T _text\n"
+      "ffffffff82276988 T _etext\n"
+      "ffffffffc0026b20 t bpf_prog_4749fad006b00537_query_main\t[bpf]\n"
+      "ffffffffc0100000 t e1000_probe\t[e1000]\n");
+  ASSERT_TRUE(scan.text.ok());
+  EXPECT_EQ(scan.text->start, 0xffffffff81000000u);
+  EXPECT_EQ(scan.text->end, 0xffffffff82276988u);
+  ASSERT_EQ(scan.bpf.size(), 2u);
+  EXPECT_EQ(scan.bpf[0].name, "bpf_prog_4749fad006b00537_query_main");  // sorted by address
+  EXPECT_EQ(scan.bpf[1].name, "bpf_dispatcher_xdp");
+}
+
 TEST(KernelMapsTest, LiveKallsyms) {
   auto t = read_kernel_text();
   if (!t.ok()) GTEST_SKIP() << t.error().to_string();

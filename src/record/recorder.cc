@@ -114,11 +114,14 @@ Result<BpfSynthesis> write_initial_state(perfdata::FileWriter& writer, EventSet&
     synth.clear();
     return ok_status();
   };
-  if (auto s = synthesize_kernel(synth); !s.ok() && sink.notice) {
+  auto kallsyms = read_kallsyms();
+  if (!kallsyms.ok()) kallsyms = KallsymsScan{kallsyms.error(), {}};
+  if (auto s = synthesize_kernel(synth, kallsyms->text); !s.ok() && sink.notice) {
     sink.notice("no kernel map: " + s.error().to_string());
   }
-  BPFPROF_ASSIGN_OR_RETURN(BpfSynthesis bpf,
-                           synthesize_bpf(synth, [&] { return live_prog_loads(events); }));
+  BPFPROF_ASSIGN_OR_RETURN(
+      BpfSynthesis bpf,
+      synthesize_bpf(synth, kallsyms->bpf, [&] { return live_prog_loads(events); }));
   BPFPROF_TRY(flush());
   BPFPROF_TRY(synthesize_threads(synth, flush));
   synth.header_only(perf::kRecordFinishedInit);

@@ -83,8 +83,9 @@ bool is_trampoline(const std::string& name) {
 
 }  // namespace
 
-Status synthesize_kernel(SynthBuffer& out) {
-  BPFPROF_ASSIGN_OR_RETURN(KernelText text, read_kernel_text());
+Status synthesize_kernel(SynthBuffer& out, const Result<KernelText>& kernel_text) {
+  if (!kernel_text.ok()) return kernel_text.error();
+  const KernelText& text = *kernel_text;
   std::vector<ModuleMap> modules = read_modules();
   uint64_t end = text.end;
   if (end == 0) {
@@ -147,14 +148,11 @@ BpfPlan plan_bpf_synthesis(const std::vector<uint32_t>& enumerated, const std::s
   return plan;
 }
 
-Result<BpfSynthesis> synthesize_bpf(SynthBuffer& out,
+Result<BpfSynthesis> synthesize_bpf(SynthBuffer& out, const std::vector<bpf::KallsymsEntry>& ksyms,
                                     const std::function<std::set<uint32_t>()>& live_ids) {
   BpfSynthesis result;
   auto ids = bpf::list_prog_ids();
   if (!ids.ok()) return explain_bpf_error(std::move(ids).error());
-  auto kallsyms = bpf::read_kallsyms_bpf();
-  std::vector<bpf::KallsymsEntry> ksyms = kallsyms.ok() ? std::move(kallsyms).value()
-                                                        : std::vector<bpf::KallsymsEntry>{};
   std::map<uint32_t, bpf::ProgInfo> infos;
   std::map<uint32_t, bpf::BtfBlob> btfs;
   std::vector<uint32_t> present;

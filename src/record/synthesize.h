@@ -13,12 +13,13 @@
 #include "base/error.h"
 #include "bpf/prog_info.h"
 #include "perf/ring_buffer.h"
+#include "record/kernel_maps.h"
 #include "record/synth_records.h"
 
 namespace bpfprof::record {
 
 // Kernel MMAP ([kernel.kallsyms]_text, pid -1) and one MMAP per module.
-Status synthesize_kernel(SynthBuffer& out);
+Status synthesize_kernel(SynthBuffer& out, const Result<KernelText>& text);
 
 // FORK, COMM per thread and MMAP2 per executable mapping of each thread-group
 // leader, from /proc. `flush` is called whenever `out` has grown large.
@@ -49,7 +50,8 @@ struct BpfSynthesis {
 // Enumerates loaded programs, reads their info (and BTF), then asks
 // `live_ids` which of them have a live PROG_LOAD, and writes KSYMBOL per
 // function + BPF_EVENT PROG_LOAD for the rest, then trampolines/dispatchers.
-Result<BpfSynthesis> synthesize_bpf(SynthBuffer& out,
+// `kallsyms`: the [bpf] entries of /proc/kallsyms (exact names, trampolines).
+Result<BpfSynthesis> synthesize_bpf(SynthBuffer& out, const std::vector<bpf::KallsymsEntry>& kallsyms,
                                     const std::function<std::set<uint32_t>()>& live_ids);
 
 }  // namespace bpfprof::record
