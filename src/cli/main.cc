@@ -13,8 +13,13 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   bpfprof::cli::RecordFlags record_flags;
   CLI::App* record = bpfprof::cli::add_record_command(app, record_flags);
+  std::vector<std::string> args(argv, argv + argc);
+  auto [flag_args, command] = bpfprof::cli::split_at_dash_dash(args);
+  record_flags.command = command;
+  std::vector<const char*> flag_argv;
+  for (const std::string& a : flag_args) flag_argv.push_back(a.c_str());
   try {
-    app.parse(argc, argv);
+    app.parse(static_cast<int>(flag_argv.size()), flag_argv.data());
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {
@@ -23,7 +28,6 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "%s: %s\n", record->parsed() ? "bpfprof record" : "bpfprof", e.what());
     return 2;
   }
-  std::vector<std::string> args(argv, argv + argc);
   if (record->parsed()) return bpfprof::cli::run_record(record_flags, args);
   return 2;
 }

@@ -13,6 +13,17 @@
 
 namespace bpfprof::cli {
 
+std::pair<std::vector<std::string>, std::vector<std::string>> split_at_dash_dash(
+    const std::vector<std::string>& argv) {
+  for (size_t i = 0; i < argv.size(); i++) {
+    if (argv[i] == "--") {
+      return {std::vector<std::string>(argv.begin(), argv.begin() + static_cast<long>(i)),
+              std::vector<std::string>(argv.begin() + static_cast<long>(i) + 1, argv.end())};
+    }
+  }
+  return {argv, {}};
+}
+
 CLI::App* add_record_command(CLI::App& app, RecordFlags& f) {
   CLI::App* rec = app.add_subcommand(
       "record", "Record samples and BPF program lifecycle into perf.data (Linux perf format)");
@@ -31,9 +42,10 @@ CLI::App* add_record_command(CLI::App& app, RecordFlags& f) {
   rec->add_option("-m,--mmap-pages", f.mmap_pages,
                   "Ring buffer pages per CPU, a power of two (default 1024)");
   rec->add_flag("-q,--quiet", f.quiet, "No progress and no summary");
-  rec->add_option("command", f.command, "Command to run while recording (after --)");
-  // Everything after the first positional belongs to the command, flags included.
+  // Everything from the first non-flag on is the command, its own flags
+  // included: prefix_command() leaves those tokens in remaining().
   rec->prefix_command();
+  rec->footer("bpfprof record [flags] [--] <command> [args...] records while <command> runs.");
   return rec;
 }
 
@@ -57,17 +69,17 @@ Result<record::RecordOptions> to_options(const RecordFlags& f, const std::vector
   o.callchain = f.callchain;
   o.output = f.output;
   o.mmap_pages = f.mmap_pages;
-  o.command = f.command;
-  if (app) {
-    for (const std::string& extra : app->remaining()) o.command.push_back(extra);
+  if (app) o.command = app->remaining();
+  if (!o.command.empty() && !f.command.empty()) {
+    return make_error(Errc::kInvalidArgument,
+                      "two commands: '" + o.command.front() + "' and '" + f.command.front() + "'");
   }
-  if (!o.command.empty() && o.command.front() == "--") {
-    o.command.erase(o.command.begin());
-  } else if (!o.command.empty() && o.command.front().starts_with("-")) {
+  if (!o.command.empty() && o.command.front().starts_with("-")) {
     // prefix_command() stops at the first unknown token; before the command
     // that can only be a misspelt flag.
     return make_error(Errc::kInvalidArgument, "unknown option " + o.command.front());
   }
+  if (o.command.empty()) o.command = f.command;
   o.cmdline = argv;
   BPFPROF_TRY(record::validate(o));
   return o;

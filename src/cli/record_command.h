@@ -5,6 +5,7 @@
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <CLI/CLI.hpp>
@@ -27,9 +28,15 @@ struct RecordFlags {
   double duration_s = 0;
   uint32_t mmap_pages = record::kDefaultMmapPages;
   bool quiet = false;
-  std::vector<std::string> command;
+  std::vector<std::string> command;  // what followed "--" (see split_at_dash_dash)
   CLI::App* app = nullptr;  // the subcommand, to ask which flags were given
 };
+
+// Splits argv at the first "--": CLI11 parses the part before it, the part
+// after is the command verbatim. Without "--", the command starts at the first
+// non-flag (CLI11's prefix_command) and the second vector is empty.
+std::pair<std::vector<std::string>, std::vector<std::string>> split_at_dash_dash(
+    const std::vector<std::string>& argv);
 
 // Adds the `record` subcommand to `app`, filling `flags` when parsed.
 CLI::App* add_record_command(CLI::App& app, RecordFlags& flags);
