@@ -24,8 +24,11 @@ std::string sysctl_value(const std::string& path) {
 Result<UniqueFd> open_one(const perf_event_attr& attr, pid_t pid, int cpu, bool system_wide) {
   auto fd = perf::open_event(attr, pid, cpu);
   if (!fd.ok()) {
-    return explain_perf_open_error(std::move(fd).error(), system_wide)
-        .with_context(fmt::format("cpu {}", cpu));
+    // A refusal is about privileges, not this CPU: say only what is missing.
+    if (fd.error().code == Errc::kPermission) {
+      return explain_perf_open_error(std::move(fd).error(), system_wide);
+    }
+    return std::move(fd).error().with_context(fmt::format("cpu {}", cpu));
   }
   return fd;
 }
@@ -35,10 +38,12 @@ Result<UniqueFd> open_one(const perf_event_attr& attr, pid_t pid, int cpu, bool 
 Error explain_perf_open_error(Error error, bool system_wide) {
   if (error.code != Errc::kPermission) return error;
   std::string paranoid = sysctl_value("/proc/sys/kernel/perf_event_paranoid");
+  // CPU-wide events (always used for side-band) need paranoid <= 0; per-task
+  // kernel sampling needs <= 1.
   error.message = fmt::format("perf_event_open: {} \u2014 needs CAP_PERFMON (or root), or "
                               "kernel.perf_event_paranoid <= {} (now {})",
                               std::strerror(error.sys_errno ? error.sys_errno : EACCES),
-                              system_wide ? "-1 for -a" : "1", paranoid);
+                              system_wide ? "0 for system-wide events" : "1", paranoid);
   return error;
 }
 
@@ -60,6 +65,15 @@ Result<std::vector<CpuRing>> open_per_cpu(const perf_event_attr& attr, pid_t pid
     BPFPROF_ASSIGN_OR_RETURN(UniqueFd fd, open_one(attr, pid, cpu, pid == -1));
     BPFPROF_ASSIGN_OR_RETURN(uint64_t id, perf::event_id(fd.get()));
     auto ring = perf::RingBuffer::map(fd.get(), pages);
+    if (!ring.ok() && ring.error().code == Errc::kPermission) {
+      Error e = std::move(ring).error();
+      e.message = fmt::format(
+          "mmap of the perf ring buffers: {} \u2014 they exceed kernel.perf_event_mlock_kb "
+          "(now {}) for this user: use a smaller -m, or CAP_IPC_LOCK (or root)",
+          std::strerror(e.sys_errno ? e.sys_errno : EPERM),
+          sysctl_value("/proc/sys/kernel/perf_event_mlock_kb"));
+      return e;
+    }
     if (!ring.ok()) {
       return std::move(ring).error().with_context(fmt::format("mmap ring of cpu {}", cpu));
     }
