@@ -88,7 +88,7 @@ Result<EventSet> EventSet::open(const Config& config) {
   const bool all_tasks = config.sample_tids.empty();
   // Side-band first: it is live from open on, so nothing that happens while
   // the rest is set up goes unseen.
-  BPFPROF_ASSIGN_OR_RETURN(set.sideband_, open_per_cpu(config.sideband, -1, config.cpus,
+  BPFPROF_ASSIGN_OR_RETURN(set.sideband_, open_per_cpu(config.sideband, -1, config.sideband_cpus,
                                                         config.sideband_pages, set.sideband_ids_));
   if (all_tasks) {
     BPFPROF_ASSIGN_OR_RETURN(set.sampling_, open_per_cpu(config.sampling, -1, config.cpus,

@@ -35,7 +35,8 @@ class EventSet {
   struct Config {
     perf_event_attr sampling{};
     perf_event_attr sideband{};
-    std::vector<int> cpus;
+    std::vector<int> cpus;           // sampling (-C, or all online)
+    std::vector<int> sideband_cpus;  // every online CPU: BPF events come where the load ran
     // Tasks to sample; empty = every task (pid -1). Each gets one event per CPU,
     // all redirected into that CPU's ring.
     std::vector<pid_t> sample_tids;

@@ -24,7 +24,6 @@ namespace bpfprof::record {
 namespace {
 
 constexpr uint32_t kEnricherPages = 16;
-constexpr size_t kPageSize = 4096;
 
 // The sampling event: -e as given, else hardware cycles with a software
 // fallback decided when opening (see open_events).
@@ -63,6 +62,7 @@ struct Setup {
 };
 
 Setup make_attrs(const RecordOptions& o, const perf::EventSpec& spec) {
+  const auto kPageSize = static_cast<uint32_t>(::sysconf(_SC_PAGESIZE));
   Setup s;
   s.spec = spec;
   perf::SamplingConfig sc;
@@ -82,9 +82,11 @@ Setup make_attrs(const RecordOptions& o, const perf::EventSpec& spec) {
 }
 
 Result<EventSet> open_events(const RecordOptions& o, const std::vector<int>& cpus,
-                             const std::vector<pid_t>& tids, Setup& setup, const RecordSink& sink) {
+                             const std::vector<int>& online, const std::vector<pid_t>& tids,
+                             Setup& setup, const RecordSink& sink) {
   EventSet::Config config;
   config.cpus = cpus;
+  config.sideband_cpus = online;
   config.sample_tids = tids;
   config.sampling_pages = o.mmap_pages;
   config.sideband_pages = o.sideband_pages;
@@ -135,10 +137,8 @@ Result<BpfSynthesis> write_initial_state(perfdata::FileWriter& writer, EventSet&
 Result<RecordStats> record(const RecordOptions& o, const RecordSink& sink) {
   BPFPROF_TRY(validate(o));
   BPFPROF_ASSIGN_OR_RETURN(perf::EventSpec spec, choose_event(o));
-  std::vector<int> cpus = o.cpus;
-  if (cpus.empty()) {
-    BPFPROF_ASSIGN_OR_RETURN(cpus, perf::online_cpus());
-  }
+  BPFPROF_ASSIGN_OR_RETURN(const std::vector<int> online, perf::online_cpus());
+  const std::vector<int> cpus = o.cpus.empty() ? online : o.cpus;
 
   BPFPROF_ASSIGN_OR_RETURN(SignalGuard signals, SignalGuard::block_stop_signals());
   std::optional<Workload> workload;
@@ -157,8 +157,8 @@ Result<RecordStats> record(const RecordOptions& o, const RecordSink& sink) {
   // The enricher's events open first, so every PROG_LOAD the file will carry
   // is also seen by the enricher.
   BPFPROF_ASSIGN_OR_RETURN(auto enricher,
-                           Enricher::start(cpus, setup.sampling.sample_type, kEnricherPages));
-  BPFPROF_ASSIGN_OR_RETURN(EventSet events, open_events(o, cpus, tids, setup, sink));
+                           Enricher::start(online, setup.sampling.sample_type, kEnricherPages));
+  BPFPROF_ASSIGN_OR_RETURN(EventSet events, open_events(o, cpus, online, tids, setup, sink));
   BPFPROF_ASSIGN_OR_RETURN(perf::SampleLayout layout, perf::SampleLayout::from_attr(setup.sampling));
 
   std::vector<perfdata::AttrEntry> attrs(2);
