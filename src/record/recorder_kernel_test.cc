@@ -1,7 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
 // Real-kernel test of the recorder in-process: record `sleep 0.3` system-wide
 // and read the file back, with our reader and with Linux perf.
+#include <bpf/bpf.h>
+#include <linux/bpf.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <thread>
 
 #include <gtest/gtest.h>
 
@@ -105,6 +113,104 @@ TEST(RecorderKernelTest, RecordsSleepSystemWide) {
   EXPECT_EQ(script.exit_code, 0) << script.err;
   EXPECT_EQ(script.err, "");
   EXPECT_FALSE(script.out.empty());
+}
+
+off_t file_size(const std::string& path) {
+  struct stat st{};
+  return ::stat(path.c_str(), &st) == 0 ? st.st_size : 0;
+}
+
+// The enricher's figures for a program loaded while recording: a reference
+// taken and dropped (its hold time), the info stored.
+TEST(RecorderKernelTest, EnrichmentStatsForAProgramLoadedDuringRecording) {
+  bpfprof::testing::TempDir dir;
+  RecordOptions o;
+  o.system_wide = true;
+  o.duration_s = 1.0;
+  o.output = dir.file("enrich.data");
+  Result<RecordStats> stats = make_error(Errc::kInternal, "not run");
+  std::thread recorder([&] { stats = record(o, {}); });
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (file_size(o.output) < 4096 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  bpf_insn prog[2] = {};
+  prog[0].code = BPF_ALU64 | BPF_MOV | BPF_K;  // r0 = 0
+  prog[1].code = BPF_JMP | BPF_EXIT;
+  int fd = bpf_prog_load(BPF_PROG_TYPE_SOCKET_FILTER, "bpfprof_en", "GPL", prog, 2, nullptr);
+  uint32_t id = 0;
+  if (fd >= 0) {
+    bpf_prog_info info{};
+    uint32_t len = sizeof info;
+    if (bpf_obj_get_info_by_fd(fd, &info, &len) == 0) id = info.id;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    ::close(fd);
+  }
+  recorder.join();
+  if (!stats.ok() && stats.error().code == Errc::kPermission) {
+    BPFPROF_KERNEL_SKIP(stats.error().to_string());
+  }
+  ASSERT_TRUE(stats.ok()) << stats.error().to_string();
+  ASSERT_GE(fd, 0) << "bpf_prog_load: " << std::strerror(-fd);
+  EXPECT_EQ(stats->stop_reason, StopReason::kDuration);
+  const EnrichedProgram* seen = nullptr;
+  for (const EnrichedProgram& p : stats->enrichment.programs) {
+    if (p.id == id) seen = &p;
+  }
+  ASSERT_NE(seen, nullptr) << "the enricher saw PROG_LOAD of " << id;
+  EXPECT_TRUE(seen->enriched);
+  EXPECT_FALSE(seen->gone);
+  EXPECT_GT(seen->load_time_ns, 0u);
+  EXPECT_GE(seen->acquired_ns, seen->load_time_ns) << "same clock (CLOCK_MONOTONIC)";
+  EXPECT_GT(seen->released_ns, seen->acquired_ns);
+  EXPECT_LT(seen->hold_ns(), 50'000'000u) << "the reference is dropped at once";
+  EXPECT_GE(stats->bpf_loaded_live, 1u);
+  EXPECT_GE(stats->bpf_enriched, 1u);
+  EXPECT_GT(stats->enrichment.max_hold_ns(), 0u);
+
+  auto reader = perfdata::FileReader::open(o.output);
+  ASSERT_TRUE(reader.ok()) << reader.error().to_string();
+  size_t entries = 0;
+  for (const auto& p : reader->features().bpf_prog_info) entries += p.id() == id;
+  EXPECT_EQ(entries, 1u) << "one BPF_PROG_INFO entry per id";
+}
+
+// -p: the threads of an existing process, ending when it exits.
+TEST(RecorderKernelTest, FollowsAnExistingProcess) {
+  bpfprof::testing::TempDir dir;
+  pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(700);
+    volatile uint64_t x = 0;
+    while (std::chrono::steady_clock::now() < end) x = x + 1;
+    ::_exit(0);
+  }
+  RecordOptions o;
+  o.pid = child;
+  o.duration_s = 10;
+  o.output = dir.file("pid.data");
+  auto stats = record(o, {});
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  if (!stats.ok() && stats.error().code == Errc::kPermission) {
+    BPFPROF_KERNEL_SKIP(stats.error().to_string());
+  }
+  ASSERT_TRUE(stats.ok()) << stats.error().to_string();
+  EXPECT_EQ(stats->stop_reason, StopReason::kTargetExited);
+  EXPECT_GT(stats->samples, 0u);
+  auto reader = perfdata::FileReader::open(o.output);
+  ASSERT_TRUE(reader.ok()) << reader.error().to_string();
+  size_t foreign = 0, ours = 0;
+  auto st = reader->for_each_record([&](const perf::RecordView& r, uint64_t) {
+    if (r.header.type != perf::kRecordSample) return;
+    auto s = perf::Sample::parse(r, reader->attr_for(r)->layout);
+    ASSERT_TRUE(s.ok());
+    (s->pid == static_cast<uint32_t>(child) ? ours : foreign)++;
+  });
+  ASSERT_TRUE(st.ok());
+  EXPECT_GT(ours, 0u);
+  EXPECT_EQ(foreign, 0u) << "only the target's threads are sampled";
 }
 
 TEST(RecorderKernelTest, UnknownEventIsRefusedBeforeAnythingIsWritten) {
