@@ -123,7 +123,7 @@ std::vector<std::string> names_at(const std::multimap<uint64_t, std::string>& m,
 // resolving with kallsyms must give the same.
 void expect_names_match(int fd, const std::multimap<uint64_t, std::string>& ksymbols,
                         const char* what) {
-  auto computed = read_prog_info(fd);
+  auto computed = read_prog_info(fd, {}, nullptr);
   ASSERT_TRUE(computed.ok()) << computed.error().to_string();
   auto kallsyms = read_kallsyms_bpf();
   ASSERT_TRUE(kallsyms.ok()) << kallsyms.error().to_string();

@@ -5,7 +5,6 @@
 #include "bpf/query.h"
 
 #include <bpf/bpf.h>
-#include <bpf/btf.h>
 
 #include <cerrno>
 #include <cstring>
@@ -14,11 +13,6 @@
 
 namespace bpfprof::bpf {
 namespace {
-
-struct BtfDeleter {
-  void operator()(btf* b) const { btf__free(b); }
-};
-using BtfPtr = std::unique_ptr<btf, BtfDeleter>;
 
 // An array the second bpf_obj_get_info_by_fd call fills: where its pointer,
 // count and record size live in bpf_prog_info, and the buffer we hand over.
@@ -108,11 +102,6 @@ Result<UniqueFd> prog_fd_by_id(uint32_t id) {
 }
 
 Result<ProgInfo> read_prog_info(int prog_fd) {
-  return read_prog_info(prog_fd, {}, nullptr);
-}
-
-Result<ProgInfo> read_prog_info(int prog_fd, const std::vector<KallsymsEntry>& kallsyms,
-                                const BtfBlob* btf) {
   // Phase 1: zeroed info, so the kernel only reports counts and record sizes.
   bpf_prog_info first{};
   BPFPROF_TRY(get_info(prog_fd, first, "counts"));
@@ -164,7 +153,12 @@ Result<ProgInfo> read_prog_info(int prog_fd, const std::vector<KallsymsEntry>& k
   out.prog_tags = to_vector<Tag>(bufs[6], second.nr_prog_tags);
   for (auto field : kPointerFields) second.*field = 0;
   out.info = second;
+  return out;
+}
 
+Result<ProgInfo> read_prog_info(int prog_fd, const std::vector<KallsymsEntry>& kallsyms,
+                                const BtfBlob* btf) {
+  BPFPROF_ASSIGN_OR_RETURN(ProgInfo out, read_prog_info(prog_fd));
   // Names: kallsyms where it has them; BTF only when something must be computed.
   BtfBlob own_btf;
   if (!btf && out.info.btf_id != 0 && !ksym_names_covered(out, kallsyms)) {
@@ -176,15 +170,31 @@ Result<ProgInfo> read_prog_info(int prog_fd, const std::vector<KallsymsEntry>& k
 }
 
 Result<BtfBlob> read_btf(uint32_t btf_id) {
-  BtfPtr b(btf__load_from_kernel_by_id(btf_id));
-  if (!b) return make_sys_error("btf__load_from_kernel_by_id " + std::to_string(btf_id), errno);
-  __u32 size = 0;
-  const void* raw = btf__raw_data(b.get(), &size);
-  if (!raw) return make_sys_error("btf__raw_data of BTF " + std::to_string(btf_id), errno);
+  // Straight from the kernel in two calls (size, then bytes): the recorder
+  // stores BTF, it never needs libbpf's parsed form, and this runs on the
+  // enricher's path while it holds a program alive.
+  const std::string who = "BTF " + std::to_string(btf_id);
+  UniqueFd fd(bpf_btf_get_fd_by_id(btf_id));
+  if (!fd.valid()) return make_sys_error("bpf_btf_get_fd_by_id " + std::to_string(btf_id), errno);
+  bpf_btf_info info{};
+  __u32 len = sizeof info;
+  if (bpf_obj_get_info_by_fd(fd.get(), &info, &len) != 0) {
+    return make_sys_error("bpf_obj_get_info_by_fd of " + who, errno);
+  }
   BtfBlob blob;
   blob.id = btf_id;
-  blob.data.resize(size);
-  std::memcpy(blob.data.data(), raw, size);
+  blob.data.resize(info.btf_size);
+  const __u32 size = info.btf_size;
+  info = bpf_btf_info{};
+  info.btf = reinterpret_cast<uintptr_t>(blob.data.data());
+  info.btf_size = size;
+  len = sizeof info;
+  if (bpf_obj_get_info_by_fd(fd.get(), &info, &len) != 0) {
+    return make_sys_error("bpf_obj_get_info_by_fd of " + who, errno);
+  }
+  if (info.btf_size != size) {
+    return make_error(Errc::kInternal, who + " changed size between two reads");
+  }
   return blob;
 }
 

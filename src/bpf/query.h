@@ -25,15 +25,15 @@ Result<std::vector<uint32_t>> list_prog_ids();
 Result<UniqueFd> prog_fd_by_id(uint32_t id);
 // bpf_prog_info with every array bpfprof stores (JITed image and ksyms, func
 // lens, func/line info, jited line info, prog tags), fetched in two phases.
-// Fills ksym_names by the kernel's naming rule, fetching the program's BTF for
-// function names when it has one.
+// Only the kernel's data: ksym_names stay empty (the enricher needs none, since
+// names come from KSYMBOL records; resolve_ksym_names fills them).
 Result<ProgInfo> read_prog_info(int prog_fd);
-// As above, with names taken from `kallsyms` where it has them and computed
-// with `btf` otherwise (when `btf` is null and a name must be computed, the
-// program's BTF is fetched by info.btf_id).
+// As above, plus ksym_names: taken from `kallsyms` where it has them and
+// computed with `btf` otherwise (when `btf` is null and a name must be
+// computed, the program's BTF is fetched by info.btf_id).
 Result<ProgInfo> read_prog_info(int prog_fd, const std::vector<KallsymsEntry>& kallsyms,
                                 const BtfBlob* btf);
-// Raw BTF of object `btf_id`.
+// Raw BTF of object `btf_id`, exactly as the kernel returns it (not parsed).
 Result<BtfBlob> read_btf(uint32_t btf_id);
 
 // Every [bpf] entry of /proc/kallsyms, sorted by address. Addresses are 0 when

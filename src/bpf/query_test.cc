@@ -72,7 +72,7 @@ void expect_consistent(const ProgInfo& p, size_t nfuncs) {
   EXPECT_EQ(i.prog_tags, 0u);
   EXPECT_EQ(i.xlated_prog_insns, 0u);
   EXPECT_EQ(i.map_ids, 0u);
-  EXPECT_EQ(p.ksym_names.size(), nfuncs);
+  EXPECT_TRUE(p.ksym_names.empty()) << "the plain fetch leaves names to resolve_ksym_names";
 }
 
 TEST_F(QueryTest, ListProgIdsContainsLoadedPrograms) {
@@ -129,7 +129,7 @@ TEST_F(QueryTest, ReadBtf) {
 TEST_F(QueryTest, ReadBtfOfMissingIdFails) {
   auto btf = read_btf(0xfffffff0u);
   ASSERT_FALSE(btf.ok());
-  EXPECT_NE(btf.error().message.find("btf__load_from_kernel_by_id 4294967280"), std::string::npos)
+  EXPECT_NE(btf.error().message.find("bpf_btf_get_fd_by_id 4294967280"), std::string::npos)
       << btf.error().message;
 }
 

@@ -161,8 +161,7 @@ void Enricher::on_prog_load(uint32_t id, uint64_t time) {
     stats_.programs.push_back(p);
     return;
   }
-  auto btf_it = btfs_.find(btf_id);
-  bpf::resolve_ksym_names(*info, {}, btf_it == btfs_.end() ? nullptr : &btf_it->second);
+  // No names here: in the file they come from the kernel's KSYMBOL records.
   p.enriched = true;
   infos_.emplace(id, std::move(info).value());
   stats_.programs.push_back(p);
