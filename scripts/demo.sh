@@ -16,4 +16,4 @@ out=${1:-demo.data}
   --long-lived 1s --truth "$out.truth.json" --quiet
 echo
 echo "== BPF programs and symbols by samples (perf report -i $out) =="
-perf report -i "$out" --stdio --no-children --sort sym 2>/dev/null | grep -v '^$' | head -40
+perf report -i "$out" --stdio --no-children --sort sym -g none 2>/dev/null | grep -v "^$" | head -30
