@@ -36,6 +36,9 @@ enum Feature : int {
   kFeatCompressed = 27,
   kFeatClockData = 29,
   kFeatLast61 = 32,  // perf 6.1's HEADER_LAST_FEATURE
+  // bpfprof's own sections, far above any number perf uses: perf skips feature
+  // bits it does not know in file mode.
+  kFeatBpfprofKallsyms = 250,
 };
 
 // What a file says about where and how it was recorded. Optional parts are
@@ -48,6 +51,10 @@ struct Features {
   std::optional<uint64_t> first_sample_time, last_sample_time;  // SAMPLE_TIME
   std::vector<bpf::ProgInfo> bpf_prog_info;    // BPF_PROG_INFO, keyed by info.id
   std::vector<bpf::BtfBlob> bpf_btf;           // BPF_BTF
+  // Kernel and module text symbols as /proc/kallsyms listed them when the
+  // recording started ("addr type name [module]" lines), so a report on another
+  // machine or after a reboot names kernel code the same (stored zstd-compressed).
+  std::optional<std::string> kallsyms;
   // EVENT_DESC is derived from the attrs by the writer.
   // Sections bpfprof does not interpret (reader: kept raw by number).
   std::map<int, std::vector<std::byte>> other;

@@ -1,0 +1,123 @@
+// SPDX-License-Identifier: Apache-2.0
+// Time-correct symbolization from a recording alone: a lookup is
+// (pid, address, time), never address alone. Pass 1 feeds side-band records
+// (KSYMBOL, BPF_EVENT, MMAP/MMAP2, COMM, FORK, EXIT) in time order and builds
+// timelines; after finish() the Symbolizer is immutable and lookups are const
+// and thread-safe, so pass 2 symbolizes samples in parallel. Nothing here asks
+// the live kernel: kernel text comes from the kallsyms snapshot stored in the
+// file, BPF code from KSYMBOL/BPF_EVENT and BPF_PROG_INFO, user code from
+// MMAP2 maps and ELF files (by build id where the file has one).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "bpf/prog_info.h"
+#include "perf/records.h"
+#include "perfdata/features.h"
+
+namespace bpfprof::symbols {
+
+enum class FrameKind : uint8_t {
+  kBpf,      // JIT'd BPF program function (KSYMBOL type BPF, not a trampoline)
+  kBpfImage, // BPF trampoline / dispatcher
+  kKernel,   // kernel text
+  kModule,   // kernel module text
+  kUser,     // user space (ELF symbol)
+  kUnknown,
+};
+
+// Why a frame has no symbol; counted in diagnostics.
+enum class Unknown : uint8_t {
+  kNone,
+  kNoKallsyms,      // kernel address but the file has no kallsyms snapshot
+  kKernelNoSymbol,  // kernel address outside every known symbol
+  kBpfNotAlive,     // inside a BPF range that was not registered at that time
+  kNoMap,           // user address in no MMAP of that process at that time
+  kNoElf,           // mapped file cannot be opened / is not ELF / build id mismatch
+  kNoSymbol,        // ELF has no symbol covering the address
+  kNoProcess,       // pid never seen in the stream
+};
+const char* unknown_reason_name(Unknown u);
+
+// One symbolized address. String views stay valid as long as the Symbolizer.
+struct Frame {
+  FrameKind kind = FrameKind::kUnknown;
+  std::string_view symbol = "[unknown]";
+  std::string_view dso = "[unknown]";  // "[kernel.kallsyms]", "[bpf]", module, or path
+  uint64_t symbol_start = 0;           // absolute address where the symbol starts
+  uint32_t bpf_program = 0;            // index into bpf_programs() + 1; 0 = not BPF
+  uint32_t bpf_function = 0;           // function index inside that program
+  Unknown unknown = Unknown::kNone;
+};
+
+struct BpfFunction {
+  std::string ksym;  // the KSYMBOL name
+  uint64_t addr = 0;
+  uint32_t len = 0;
+};
+
+// One BPF program instance as the stream tells it: one PROG_LOAD (or the
+// synthesized state at start) until its PROG_UNLOAD.
+struct BpfProgram {
+  uint32_t id = 0;
+  bpf::Tag tag{};
+  std::string name;                     // bpf_prog_info name if stored, else from the ksym
+  uint64_t load_time = 0;               // 0 = existed before recording started
+  std::optional<uint64_t> unload_time;  // none = still loaded at the end
+  std::vector<BpfFunction> functions;   // main function first
+  const bpf::ProgInfo* info = nullptr;  // BPF_PROG_INFO entry, if stored
+};
+
+// A BPF source line: from jited line info -> line info -> BTF strings.
+struct SourceLine {
+  std::string_view file;
+  uint32_t line = 0;
+  std::string_view text;  // the line's source text as BTF carries it
+};
+
+// Named counters shown in every report (DESIGN rule 3).
+struct Diagnostics {
+  uint64_t sideband_out_of_order = 0;   // side-band records older than one already applied
+  uint64_t ksymbol_unregister_unknown = 0;
+  uint64_t bpf_event_without_ksymbol = 0;
+  uint64_t programs_without_info = 0;   // PROG_LOAD with no BPF_PROG_INFO entry
+  uint64_t unknown_frames[8] = {};      // by Unknown value (filled by lookups' callers)
+};
+
+class Symbolizer {
+ public:
+  struct Options {
+    std::string symfs;       // prefix for user ELF paths (like perf --symfs)
+    bool read_elf = true;    // open user binaries for symbols
+  };
+  Symbolizer(const perfdata::Features& features, Options options);
+  ~Symbolizer();
+  Symbolizer(const Symbolizer&) = delete;
+  Symbolizer& operator=(const Symbolizer&) = delete;
+
+  // Pass 1: every non-sample record, in time order (time 0 = synthesized,
+  // first). Records of other types are ignored.
+  void add_sideband(const perf::RecordView& r, const perf::SampleLayout& layout);
+  // Ends pass 1; builds lookup indexes.
+  void finish();
+
+  // Pass 2: const, thread-safe. `kernel` from the sample's cpumode or the
+  // callchain context marker.
+  Frame lookup(uint32_t pid, uint64_t ip, uint64_t time, bool kernel) const;
+  std::optional<SourceLine> bpf_line(const Frame& frame, uint64_t ip) const;
+  std::string_view comm(uint32_t pid, uint32_t tid, uint64_t time) const;
+
+  const std::vector<BpfProgram>& bpf_programs() const;
+  const Diagnostics& diagnostics() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace bpfprof::symbols
