@@ -101,48 +101,75 @@ Result<UniqueFd> prog_fd_by_id(uint32_t id) {
   return UniqueFd(fd);
 }
 
-Result<ProgInfo> read_prog_info(int prog_fd) {
-  // Phase 1: zeroed info, so the kernel only reports counts and record sizes.
-  bpf_prog_info first{};
-  BPFPROF_TRY(get_info(prog_fd, first, "counts"));
-  const std::string who = "program " + std::to_string(first.id);
+bpf_prog_info default_capacity() {
+  bpf_prog_info want{};
+  want.jited_prog_len = 16384;
+  want.nr_jited_ksyms = 16;
+  want.nr_jited_func_lens = 16;
+  want.nr_func_info = 16;
+  want.func_info_rec_size = sizeof(bpf_func_info);
+  want.nr_line_info = 256;
+  want.line_info_rec_size = sizeof(bpf_line_info);
+  want.nr_jited_line_info = 256;
+  want.jited_line_info_rec_size = sizeof(uint64_t);
+  want.nr_prog_tags = 16;
+  return want;
+}
 
-  // Phase 2: the same counts with buffers for every array we store.
+Result<ProgInfo> read_prog_info(int prog_fd) { return read_prog_info(prog_fd, default_capacity()); }
+
+Result<ProgInfo> read_prog_info(int prog_fd, const bpf_prog_info& capacity) {
+  // The kernel fills min(capacity, actual) elements of each array and reports
+  // the actual counts, so one call with generous capacities usually does; a
+  // larger program takes a second call with the exact counts. (The enricher
+  // runs this for every program loaded during a recording: each bpf() call
+  // saved is CPU the recorder does not spend.)
+  bpf_prog_info want = capacity;
   bpf_prog_info second{};
   std::vector<std::byte> bufs[kNumArrays];
-  for (size_t i = 0; i < kNumArrays; ++i) {
-    const ArraySpec& a = kArrays[i];
-    uint32_t count = first.*a.count;
-    uint32_t rec = rec_size_of(a, first);
-    size_t bytes = 0;
-    if (__builtin_mul_overflow(size_t{count}, size_t{rec}, &bytes) || bytes > kMaxArrayBytes) {
-      return make_error(Errc::kBadRecord, who + ": " + a.name + " of " + std::to_string(count) +
-                                              " x " + std::to_string(rec) + " bytes is too large");
+  std::string who = "program on fd " + std::to_string(prog_fd);
+  bool complete = false;
+  for (int attempt = 0; attempt < 2 && !complete; ++attempt) {
+    second = bpf_prog_info{};
+    for (size_t i = 0; i < kNumArrays; ++i) {
+      const ArraySpec& a = kArrays[i];
+      uint32_t count = want.*a.count;
+      uint32_t rec = rec_size_of(a, want);
+      size_t bytes = 0;
+      if (__builtin_mul_overflow(size_t{count}, size_t{rec}, &bytes) || bytes > kMaxArrayBytes) {
+        return make_error(Errc::kBadRecord, who + ": " + a.name + " of " + std::to_string(count) +
+                                                " x " + std::to_string(rec) + " bytes is too large");
+      }
+      bufs[i].assign(bytes, std::byte{0});
+      second.*a.count = count;
+      if (a.rec_size) second.*a.rec_size = rec;
+      second.*a.ptr = count ? reinterpret_cast<uintptr_t>(bufs[i].data()) : 0;
     }
-    bufs[i].resize(bytes);
-    second.*a.count = count;
-    if (a.rec_size) second.*a.rec_size = rec;
-    second.*a.ptr = count ? reinterpret_cast<uintptr_t>(bufs[i].data()) : 0;
-  }
-  if (Status s = get_info(prog_fd, second, "arrays"); !s.ok()) {
-    return std::move(s).error().with_context(who);
-  }
-
-  ProgInfo out;
-  for (size_t i = 0; i < kNumArrays; ++i) {
-    const ArraySpec& a = kArrays[i];
-    // The kernel writes min(ours, actual) elements but reports the actual count:
-    // a larger count means the program changed under us and our copy is partial.
-    if (second.*a.count > first.*a.count || rec_size_of(a, second) != rec_size_of(a, first)) {
-      return make_error(Errc::kInternal,
-                        who + ": " + a.name + " changed between the two bpf_obj_get_info_by_fd calls");
+    if (Status st = get_info(prog_fd, second, attempt ? "exact" : "guess"); !st.ok()) {
+      return std::move(st).error().with_context(who);
     }
-    bufs[i].resize(size_t{second.*a.count} * rec_size_of(a, second));
+    who = "program " + std::to_string(second.id);
+    complete = true;
+    for (size_t i = 0; i < kNumArrays; ++i) {
+      const ArraySpec& a = kArrays[i];
+      if (second.*a.count > want.*a.count || rec_size_of(a, second) != rec_size_of(a, want)) {
+        complete = false;
+      }
+    }
+    want = second;
+  }
+  if (!complete) {
+    return make_error(Errc::kInternal,
+                      who + ": arrays changed between two bpf_obj_get_info_by_fd calls");
+  }
+  for (size_t i = 0; i < kNumArrays; ++i) {
+    bufs[i].resize(size_t{second.*kArrays[i].count} * rec_size_of(kArrays[i], second));
   }
   if (second.jited_line_info_rec_size != 0 && second.jited_line_info_rec_size != sizeof(uint64_t)) {
     return make_error(Errc::kUnsupported, who + ": jited_line_info_rec_size " +
                                               std::to_string(second.jited_line_info_rec_size));
   }
+  ProgInfo out;
   out.jited_insns.resize(bufs[0].size());
   if (!bufs[0].empty()) std::memcpy(out.jited_insns.data(), bufs[0].data(), bufs[0].size());
   out.jited_ksyms = to_vector<uint64_t>(bufs[1], second.nr_jited_ksyms);
@@ -170,32 +197,29 @@ Result<ProgInfo> read_prog_info(int prog_fd, const std::vector<KallsymsEntry>& k
 }
 
 Result<BtfBlob> read_btf(uint32_t btf_id) {
-  // Straight from the kernel in two calls (size, then bytes): the recorder
-  // stores BTF, it never needs libbpf's parsed form, and this runs on the
-  // enricher's path while it holds a program alive.
+  // Straight from the kernel: the recorder stores BTF and never needs
+  // libbpf's parsed form. The kernel copies min(buffer, size) bytes and
+  // reports the full size, so a program's BTF (a few KiB) takes one call and
+  // a larger one a second.
   const std::string who = "BTF " + std::to_string(btf_id);
   UniqueFd fd(bpf_btf_get_fd_by_id(btf_id));
   if (!fd.valid()) return make_sys_error("bpf_btf_get_fd_by_id " + std::to_string(btf_id), errno);
-  bpf_btf_info info{};
-  __u32 len = sizeof info;
-  if (bpf_obj_get_info_by_fd(fd.get(), &info, &len) != 0) {
-    return make_sys_error("bpf_obj_get_info_by_fd of " + who, errno);
-  }
   BtfBlob blob;
   blob.id = btf_id;
-  blob.data.resize(info.btf_size);
-  const __u32 size = info.btf_size;
-  info = bpf_btf_info{};
-  info.btf = reinterpret_cast<uintptr_t>(blob.data.data());
-  info.btf_size = size;
-  len = sizeof info;
-  if (bpf_obj_get_info_by_fd(fd.get(), &info, &len) != 0) {
-    return make_sys_error("bpf_obj_get_info_by_fd of " + who, errno);
+  blob.data.resize(64 * 1024);
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    bpf_btf_info info{};
+    info.btf = reinterpret_cast<uintptr_t>(blob.data.data());
+    info.btf_size = static_cast<__u32>(blob.data.size());
+    __u32 len = sizeof info;
+    if (bpf_obj_get_info_by_fd(fd.get(), &info, &len) != 0) {
+      return make_sys_error("bpf_obj_get_info_by_fd of " + who, errno);
+    }
+    const bool fitted = info.btf_size <= blob.data.size();
+    blob.data.resize(info.btf_size);
+    if (fitted) return blob;
   }
-  if (info.btf_size != size) {
-    return make_error(Errc::kInternal, who + " changed size between two reads");
-  }
-  return blob;
+  return make_error(Errc::kInternal, who + " changed size between two reads");
 }
 
 }  // namespace bpfprof::bpf

@@ -28,6 +28,11 @@ Result<UniqueFd> prog_fd_by_id(uint32_t id);
 // Only the kernel's data: ksym_names stay empty (the enricher needs none, since
 // names come from KSYMBOL records; resolve_ksym_names fills them).
 Result<ProgInfo> read_prog_info(int prog_fd);
+// The same with the first call's array capacities taken from `capacity`'s
+// counts and record sizes (a second call follows where they were too small).
+Result<ProgInfo> read_prog_info(int prog_fd, const bpf_prog_info& capacity);
+// The capacities read_prog_info(fd) starts with.
+bpf_prog_info default_capacity();
 // As above, plus ksym_names: taken from `kallsyms` where it has them and
 // computed with `btf` otherwise (when `btf` is null and a name must be
 // computed, the program's BTF is fetched by info.btf_id).

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstring>
 #include <numeric>
 
 #include "bpf/test_programs.h"
@@ -116,6 +117,28 @@ TEST_F(QueryTest, ProgFdByIdOpensSameProgram) {
   EXPECT_EQ(again.ksym_names, m.ksym_names);
 }
 
+TEST_F(QueryTest, TooSmallCapacitiesTakeASecondCall) {
+  ProgInfo m = info_of(main_fd_);
+  bpf_prog_info tiny = default_capacity();
+  tiny.jited_prog_len = 1;
+  tiny.nr_jited_ksyms = 1;
+  tiny.nr_jited_func_lens = 1;
+  tiny.nr_func_info = 1;
+  tiny.nr_line_info = 1;
+  tiny.nr_jited_line_info = 1;
+  tiny.nr_prog_tags = 1;
+  auto again = read_prog_info(main_fd_, tiny);
+  ASSERT_TRUE(again.ok()) << again.error().to_string();
+  EXPECT_EQ(again->jited_insns, m.jited_insns);
+  EXPECT_EQ(again->jited_ksyms, m.jited_ksyms);
+  EXPECT_EQ(again->jited_func_lens, m.jited_func_lens);
+  EXPECT_EQ(again->func_info, m.func_info);
+  EXPECT_EQ(again->line_info, m.line_info);
+  EXPECT_EQ(again->jited_line_info, m.jited_line_info);
+  EXPECT_EQ(again->prog_tags, m.prog_tags);
+  EXPECT_GT(m.jited_insns.size(), 1u) << "the tiny capacity really was too small";
+}
+
 TEST_F(QueryTest, ReadBtf) {
   ProgInfo m = info_of(main_fd_);
   auto btf = read_btf(m.info.btf_id);
@@ -124,6 +147,32 @@ TEST_F(QueryTest, ReadBtf) {
   EXPECT_GT(btf->data.size(), 24u);  // at least a btf_header
   EXPECT_EQ(static_cast<uint8_t>(btf->data[0]), 0x9f);  // BTF_MAGIC 0xeb9f, little endian
   EXPECT_EQ(static_cast<uint8_t>(btf->data[1]), 0xeb);
+}
+
+TEST_F(QueryTest, ReadLargeBtfTakesASecondCall) {
+  // The kernel's own BTF (vmlinux, megabytes) is larger than the first read's buffer.
+  uint32_t id = 0, largest_id = 0;
+  size_t largest = 0;
+  while (bpf_btf_get_next_id(id, &id) == 0) {
+    auto btf = read_btf(id);
+    if (btf.ok() && btf->data.size() > largest) {
+      largest = btf->data.size();
+      largest_id = id;
+    }
+  }
+  ASSERT_GT(largest, 64u * 1024) << "no BTF object larger than 64 KiB (vmlinux BTF missing?)";
+  auto btf = read_btf(largest_id);
+  ASSERT_TRUE(btf.ok()) << btf.error().to_string();
+  EXPECT_EQ(btf->data.size(), largest);
+  EXPECT_EQ(static_cast<uint8_t>(btf->data[0]), 0x9f);
+  // The header's type and string section lengths account for the whole blob.
+  uint32_t hdr_len, type_off, type_len, str_off, str_len;
+  std::memcpy(&hdr_len, btf->data.data() + 4, 4);
+  std::memcpy(&type_off, btf->data.data() + 8, 4);
+  std::memcpy(&type_len, btf->data.data() + 12, 4);
+  std::memcpy(&str_off, btf->data.data() + 16, 4);
+  std::memcpy(&str_len, btf->data.data() + 20, 4);
+  EXPECT_EQ(size_t{hdr_len} + std::max(type_off + type_len, str_off + str_len), btf->data.size());
 }
 
 TEST_F(QueryTest, ReadBtfOfMissingIdFails) {
