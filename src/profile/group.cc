@@ -1,0 +1,158 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "profile/group.h"
+
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+namespace bpfprof::profile {
+namespace {
+
+constexpr SortKey kAllKeys[] = {SortKey::kProg, SortKey::kSym, SortKey::kDso,
+                                SortKey::kComm, SortKey::kPid, SortKey::kLine};
+
+std::string value_of(SortKey key, const Frame* leaf, const Thread& thread,
+                     const std::vector<std::string>& program_names) {
+  switch (key) {
+    case SortKey::kProg:
+      if (leaf == nullptr || leaf->bpf_program == 0) return "[not bpf]";
+      if (leaf->bpf_program <= program_names.size()) return program_names[leaf->bpf_program - 1];
+      return fmt::format("[program {}]", leaf->bpf_program);
+    case SortKey::kSym:
+      return leaf ? std::string(leaf->symbol) : "[unknown]";
+    case SortKey::kDso:
+      return leaf ? std::string(leaf->dso) : "[unknown]";
+    case SortKey::kComm:
+      return std::string(thread.comm);
+    case SortKey::kPid:
+      return fmt::format("{}:{}", thread.pid, thread.comm);
+    case SortKey::kLine:
+      return leaf && !leaf->line.empty() ? std::string(leaf->line) : "[unknown]";
+  }
+  return "";
+}
+
+// Callers-tree node while building: children by (symbol, dso).
+struct BuildNode {
+  uint64_t samples = 0;
+  std::map<std::pair<std::string_view, std::string_view>, std::unique_ptr<BuildNode>> children;
+};
+
+CallNode finish_node(const std::string_view symbol, std::string_view dso, const BuildNode& b) {
+  CallNode out{std::string(symbol), std::string(dso), b.samples, {}};
+  out.children.reserve(b.children.size());
+  for (const auto& [key, child] : b.children) {
+    out.children.push_back(finish_node(key.first, key.second, *child));
+  }
+  std::stable_sort(out.children.begin(), out.children.end(),
+                   [](const CallNode& a, const CallNode& b) { return a.samples > b.samples; });
+  return out;
+}
+
+}  // namespace
+
+std::string_view sort_key_name(SortKey key) {
+  switch (key) {
+    case SortKey::kProg: return "prog";
+    case SortKey::kSym: return "sym";
+    case SortKey::kDso: return "dso";
+    case SortKey::kComm: return "comm";
+    case SortKey::kPid: return "pid";
+    case SortKey::kLine: return "line";
+  }
+  return "?";
+}
+
+std::string valid_sort_keys() {
+  std::string out;
+  for (SortKey k : kAllKeys) {
+    if (!out.empty()) out += ", ";
+    out += sort_key_name(k);
+  }
+  return out;
+}
+
+Result<std::vector<SortKey>> parse_sort_keys(const std::vector<std::string>& args) {
+  std::vector<SortKey> keys;
+  for (const std::string& arg : args) {
+    size_t start = 0;
+    while (start <= arg.size()) {
+      size_t comma = arg.find(',', start);
+      if (comma == std::string::npos) comma = arg.size();
+      std::string_view word(arg.data() + start, comma - start);
+      start = comma + 1;
+      if (word.empty()) continue;
+      auto it = std::find_if(std::begin(kAllKeys), std::end(kAllKeys),
+                             [&](SortKey k) { return sort_key_name(k) == word; });
+      if (it == std::end(kAllKeys)) {
+        return make_error(Errc::kInvalidArgument,
+                          fmt::format("unknown sort key '{}' (valid keys: {})", word,
+                                      valid_sort_keys()));
+      }
+      if (std::find(keys.begin(), keys.end(), *it) == keys.end()) keys.push_back(*it);
+    }
+  }
+  if (keys.empty()) keys.push_back(SortKey::kSym);
+  return keys;
+}
+
+bool is_bpf_leaf(const Frame* leaf) {
+  return leaf != nullptr && (leaf->kind == FrameKind::kBpf || leaf->kind == FrameKind::kBpfImage);
+}
+
+std::vector<Row> group(const Profile& profile, const GroupOptions& options) {
+  const bool has_sym =
+      std::find(options.keys.begin(), options.keys.end(), SortKey::kSym) != options.keys.end();
+  std::vector<Row> rows;
+  std::unordered_map<std::string, size_t> index;
+  std::string joined;
+  for (const auto& [key, counts] : profile.samples()) {
+    const Frame* leaf = profile.leaf(key.stack);
+    if (options.bpf_only && !is_bpf_leaf(leaf)) continue;
+    Row row;
+    joined.clear();
+    for (SortKey k : options.keys) {
+      row.values.push_back(value_of(k, leaf, key.thread, options.program_names));
+      joined += row.values.back();
+      joined += '\x1f';
+    }
+    if (has_sym) {
+      row.sym_dso = leaf ? std::string(leaf->dso) : "[unknown]";
+      joined += row.sym_dso;
+    }
+    auto [it, inserted] = index.emplace(joined, rows.size());
+    if (inserted) rows.push_back(std::move(row));
+    Row& target = rows[it->second];
+    target.counts += counts;
+    if (options.with_stacks) target.stacks.emplace_back(key.stack, counts);
+  }
+  std::sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) {
+    if (a.counts.samples != b.counts.samples) return a.counts.samples > b.counts.samples;
+    if (a.values != b.values) return a.values < b.values;
+    return a.sym_dso < b.sym_dso;
+  });
+  return rows;
+}
+
+CallNode callers_tree(const Profile& profile,
+                      const std::vector<std::pair<StackId, Counts>>& stacks) {
+  BuildNode root;
+  for (const auto& [stack, counts] : stacks) {
+    root.samples += counts.samples;
+    BuildNode* node = &root;
+    auto frames = profile.stack(stack);
+    for (size_t i = 1; i < frames.size(); i++) {
+      const Frame& f = profile.frame(frames[i]);
+      auto& child = node->children[{f.symbol, f.dso}];
+      if (!child) child = std::make_unique<BuildNode>();
+      child->samples += counts.samples;
+      node = child.get();
+    }
+  }
+  return finish_node("", "", root);
+}
+
+}  // namespace bpfprof::profile

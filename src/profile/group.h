@@ -1,0 +1,62 @@
+// SPDX-License-Identifier: Apache-2.0
+// Grouping a Profile by report sort keys (prog, sym, dso, comm, pid, line)
+// into rows, and the callers tree of a row for `report -g`.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/error.h"
+#include "profile/profile.h"
+
+namespace bpfprof::profile {
+
+enum class SortKey : uint8_t { kProg, kSym, kDso, kComm, kPid, kLine };
+
+std::string_view sort_key_name(SortKey key);
+// "prog, sym, dso, comm, pid, line"
+std::string valid_sort_keys();
+// Each argument may hold several comma-separated keys; repeats are dropped.
+// An empty list gives the default {sym}. An unknown key is kInvalidArgument
+// with a message listing the valid keys.
+Result<std::vector<SortKey>> parse_sort_keys(const std::vector<std::string>& args);
+
+// What grouping needs besides the profile: the program table's names,
+// indexed by Frame::bpf_program - 1.
+struct GroupOptions {
+  std::vector<SortKey> keys{SortKey::kSym};
+  std::vector<std::string> program_names;
+  bool bpf_only = false;   // keep samples whose leaf is BPF code (program or trampoline)
+  bool with_stacks = false;  // fill Row::stacks (for callers trees)
+};
+
+// One line of a table: the values of the sort keys of its samples.
+struct Row {
+  std::vector<std::string> values;  // one per key, in key order
+  std::string sym_dso;              // dso of the symbol when the keys include sym
+  Counts counts;
+  std::vector<std::pair<StackId, Counts>> stacks;  // with_stacks only
+};
+
+// Rows sorted by samples (descending), ties by values, so output is stable.
+std::vector<Row> group(const Profile& profile, const GroupOptions& options);
+
+// True for a leaf that --bpf-only keeps.
+bool is_bpf_leaf(const Frame* leaf);
+
+// A callers tree: the row's entry at the root, each level one call further
+// from the leaf. Children sorted by samples, descending.
+struct CallNode {
+  std::string symbol;
+  std::string dso;
+  uint64_t samples = 0;
+  std::vector<CallNode> children;
+};
+
+// Builds the callers tree of `stacks` (as in Row::stacks): frames above the
+// leaf, grouped by (symbol, dso) at each level.
+CallNode callers_tree(const Profile& profile, const std::vector<std::pair<StackId, Counts>>& stacks);
+
+}  // namespace bpfprof::profile

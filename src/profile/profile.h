@@ -1,0 +1,123 @@
+// SPDX-License-Identifier: Apache-2.0
+// Profile: the aggregation model of a report. Frames (symbol, dso, kind, BPF
+// program) and stacks (leaf first) are interned; samples are counted by
+// (stack, pid, tid, comm). Memory grows with the number of distinct frames,
+// stacks and threads, never with the number of samples. Pass 2 fills one
+// Profile per worker thread and merges them at the end.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "profile/string_pool.h"
+#include "symbols/symbolizer.h"
+
+namespace bpfprof::profile {
+
+using FrameId = uint32_t;
+using StackId = uint32_t;
+using symbols::FrameKind;
+
+// One symbolized code location as reports group it. Strings are views into
+// the owning Profile's pool once interned.
+struct Frame {
+  std::string_view symbol = "[unknown]";
+  std::string_view dso = "[unknown]";
+  std::string_view line;       // "file:line" for BPF frames with line info, else empty
+  FrameKind kind = FrameKind::kUnknown;
+  uint32_t bpf_program = 0;    // index into the program table + 1; 0 = not BPF
+  uint32_t bpf_function = 0;   // function index inside that program
+
+  bool operator==(const Frame&) const = default;
+};
+
+// Who ran the sample.
+struct Thread {
+  uint32_t pid = 0, tid = 0;
+  std::string_view comm;
+
+  bool operator==(const Thread&) const = default;
+};
+
+struct Counts {
+  uint64_t samples = 0;
+  uint64_t period = 0;
+
+  Counts& operator+=(const Counts& o) {
+    samples += o.samples;
+    period += o.period;
+    return *this;
+  }
+};
+
+// The aggregation key of samples.
+struct SampleKey {
+  StackId stack = 0;
+  Thread thread;
+
+  bool operator==(const SampleKey&) const = default;
+};
+
+struct FrameHash {
+  size_t operator()(const Frame& f) const;
+};
+struct StackHash {
+  size_t operator()(const std::vector<FrameId>& s) const;
+};
+struct SampleKeyHash {
+  size_t operator()(const SampleKey& k) const;
+};
+
+class Profile {
+ public:
+  Profile() = default;
+  Profile(Profile&&) = default;
+  Profile& operator=(Profile&&) = default;
+  Profile(const Profile&) = delete;
+  Profile& operator=(const Profile&) = delete;
+
+  // Interns a frame (copying its strings once) and returns its id.
+  FrameId add_frame(const Frame& frame);
+  // Interns a stack of frame ids, leaf first. An empty stack is valid.
+  StackId add_stack(const std::vector<FrameId>& leaf_first);
+  // Counts one sample of `period` on `stack` run by `thread`.
+  void add_sample(StackId stack, const Thread& thread, uint64_t period, uint64_t time);
+  // Adds a named diagnostic counter (created on first use, kept in name order).
+  void count(std::string_view name, uint64_t n = 1);
+  // Makes sure a counter is listed even when it stays zero.
+  void declare(std::string_view name) { count(name, 0); }
+  // Adds every frame, stack, sample and counter of `other` (ids are remapped).
+  void merge(const Profile& other);
+
+  const Frame& frame(FrameId id) const { return *frames_[id]; }
+  size_t frame_count() const { return frames_.size(); }
+  std::span<const FrameId> stack(StackId id) const { return *stacks_[id]; }
+  size_t stack_count() const { return stacks_.size(); }
+  // The leaf frame of a stack; nullptr for an empty stack.
+  const Frame* leaf(StackId id) const;
+
+  const std::unordered_map<SampleKey, Counts, SampleKeyHash>& samples() const { return samples_; }
+  const Counts& total() const { return total_; }
+  // Earliest and latest sample time (0 when there were none).
+  uint64_t first_time() const { return first_time_; }
+  uint64_t last_time() const { return last_time_; }
+  const std::map<std::string, uint64_t, std::less<>>& counters() const { return counters_; }
+
+ private:
+  StringPool strings_;
+  std::unordered_map<Frame, FrameId, FrameHash> frame_index_;
+  std::vector<const Frame*> frames_;  // keys of frame_index_ (node-stable)
+  std::unordered_map<std::vector<FrameId>, StackId, StackHash> stack_index_;
+  std::vector<const std::vector<FrameId>*> stacks_;  // keys of stack_index_
+  std::unordered_map<SampleKey, Counts, SampleKeyHash> samples_;
+  Counts total_;
+  uint64_t first_time_ = 0, last_time_ = 0;
+  std::map<std::string, uint64_t, std::less<>> counters_;
+};
+
+}  // namespace bpfprof::profile
