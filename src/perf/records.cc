@@ -3,7 +3,10 @@
 // Each one splits the record into its own fields and the sample_id trailer,
 // reads the fields through ByteCursor and insists they end exactly where the
 // trailer starts: a mismatch means we or the writer got the layout wrong, and
-// silently drifting would misattribute every later timestamp.
+// silently drifting would misattribute every later timestamp. KSYMBOL and
+// BPF_EVENT find their trailer right after their fields instead (the kernel
+// may inflate their header.size; see trailer_offset in records.h).
+#include <algorithm>
 #include <cstring>
 #include <string>
 
@@ -19,6 +22,7 @@ constexpr size_t kBuildIdBytes = 20;
 struct Parts {
   ByteCursor body;
   SampleId sample_id;
+  size_t stale = 0;
 };
 
 Status check_whole(const RecordView& r, const char* what) {
@@ -31,6 +35,82 @@ Status check_whole(const RecordView& r, const char* what) {
   return ok_status();
 }
 
+// The fixed fields of the two side-band records whose header.size the kernel
+// may inflate (see trailer_offset in records.h).
+constexpr size_t kBpfEventFixed = 24;
+constexpr size_t kKsymbolNameAt = 24;
+
+size_t pad8(size_t n) { return (n + 7) & ~size_t{7}; }
+
+// Where the trailer starts, with the reason when the record cannot hold one.
+Result<size_t> trailer_start(const RecordView& r, size_t id_hdr_size) {
+  const size_t size = r.bytes.size();
+  size_t body_end = 0;
+  if (r.header.type == kRecordBpfEvent) {
+    body_end = kBpfEventFixed;
+  } else if (r.header.type == kRecordKsymbol) {
+    if (size < kKsymbolNameAt) {
+      return make_error_at(Errc::kTruncated, r.offset,
+                           "KSYMBOL: " + std::to_string(size) + " bytes, fixed fields need 24");
+    }
+    const char* name = reinterpret_cast<const char*>(r.bytes.data() + kKsymbolNameAt);
+    const size_t len = strnlen(name, size - kKsymbolNameAt);
+    if (len == size - kKsymbolNameAt) {
+      return make_error_at(Errc::kBadRecord, r.offset + kKsymbolNameAt,
+                           "KSYMBOL.name: no NUL in the record");
+    }
+    // The kernel pads the name to 8; a writer that did not pad ends the record there.
+    body_end = std::min(kKsymbolNameAt + pad8(len + 1), size);
+    if (body_end + id_hdr_size > size) {
+      return make_error_at(Errc::kBadRecord, r.offset + kKsymbolNameAt,
+                           "KSYMBOL.name ends at byte " + std::to_string(body_end) +
+                               ": no room for the " + std::to_string(id_hdr_size) +
+                               "-byte sample_id trailer in " + std::to_string(size) + " bytes");
+    }
+    return body_end;
+  } else {
+    body_end = kHeaderSize;  // the fields run up to the trailer at the end
+  }
+  if (size < body_end + id_hdr_size) {
+    return make_error_at(Errc::kTruncated, r.offset,
+                         "record of type " + std::to_string(r.header.type) + " has size " +
+                             std::to_string(r.header.size) + ", too small for a " +
+                             std::to_string(id_hdr_size) + "-byte sample_id trailer");
+  }
+  return r.header.type == kRecordBpfEvent ? body_end : size - id_hdr_size;
+}
+
+// Reads the trailer fields at `start` (the caller checked the bounds).
+Result<SampleId> read_trailer(const RecordView& r, const SampleLayout& layout, size_t start) {
+  SampleId sid;
+  if (layout.id_hdr_size() == 0) return sid;  // no sample_id_all
+  ByteCursor c(r.bytes.subspan(start, layout.id_hdr_size()), r.offset + start);
+  const uint64_t st = layout.sample_type();
+  if (st & PERF_SAMPLE_TID) {
+    BPFPROF_ASSIGN_OR_RETURN(sid.pid, c.u32("sample_id.pid"));
+    BPFPROF_ASSIGN_OR_RETURN(sid.tid, c.u32("sample_id.tid"));
+  }
+  if (st & PERF_SAMPLE_TIME) {
+    BPFPROF_ASSIGN_OR_RETURN(sid.time, c.u64("sample_id.time"));
+  }
+  if (st & PERF_SAMPLE_ID) {
+    BPFPROF_ASSIGN_OR_RETURN(sid.id, c.u64("sample_id.id"));
+  }
+  if (st & PERF_SAMPLE_STREAM_ID) {
+    BPFPROF_ASSIGN_OR_RETURN(sid.stream_id, c.u64("sample_id.stream_id"));
+  }
+  if (st & PERF_SAMPLE_CPU) {
+    BPFPROF_ASSIGN_OR_RETURN(sid.cpu, c.u32("sample_id.cpu"));
+    BPFPROF_TRY(c.skip(4, "sample_id.res"));
+  }
+  if (st & PERF_SAMPLE_IDENTIFIER) {
+    BPFPROF_ASSIGN_OR_RETURN(sid.id, c.u64("sample_id.identifier"));
+  }
+  return sid;
+}
+
+// Splits a kernel record into its own fields, its trailer, and any stale
+// bytes after the trailer (only KSYMBOL and BPF_EVENT may have those).
 Result<Parts> split(const RecordView& r, const SampleLayout& layout, uint32_t type_a,
                     uint32_t type_b, const char* what) {
   if (r.header.type != type_a && r.header.type != type_b) {
@@ -38,9 +118,13 @@ Result<Parts> split(const RecordView& r, const SampleLayout& layout, uint32_t ty
                          std::string(what) + ": record has type " +
                              std::to_string(r.header.type));
   }
-  BPFPROF_ASSIGN_OR_RETURN(SampleId sid, parse_sample_id(r, layout));
-  const size_t body_size = r.bytes.size() - kHeaderSize - layout.id_hdr_size();
-  return Parts{ByteCursor(r.bytes.subspan(kHeaderSize, body_size), r.offset + kHeaderSize), sid};
+  BPFPROF_TRY(check_whole(r, what));
+  const size_t n = layout.id_hdr_size();
+  BPFPROF_ASSIGN_OR_RETURN(size_t start, trailer_start(r, n));
+  BPFPROF_ASSIGN_OR_RETURN(SampleId sid, read_trailer(r, layout, start));
+  Parts p{ByteCursor(r.bytes.subspan(kHeaderSize, start - kHeaderSize), r.offset + kHeaderSize),
+          sid, r.bytes.size() - start - n};
+  return p;
 }
 
 // The fixed fields must end exactly at the trailer.
@@ -91,43 +175,22 @@ Result<RecordView> record_at(Bytes data, size_t offset, uint64_t base_offset) {
   return r;
 }
 
+std::optional<size_t> trailer_offset(const RecordView& r, size_t id_hdr_size) {
+  if (r.bytes.size() < kHeaderSize || r.header.type == kRecordSample ||
+      r.header.type >= kRecordHeaderAttr)
+    return std::nullopt;
+  auto start = trailer_start(r, id_hdr_size);
+  if (!start.ok()) return std::nullopt;
+  return *start;
+}
+
 Result<SampleId> parse_sample_id(const RecordView& r, const SampleLayout& layout) {
   BPFPROF_TRY(check_whole(r, "sample_id"));
-  SampleId sid;
   // SAMPLE records carry these fields in their body; user types carry none.
-  if (r.header.type == kRecordSample || r.header.type >= kRecordHeaderAttr) return sid;
-  const size_t n = layout.id_hdr_size();
-  if (r.bytes.size() - kHeaderSize < n) {
-    return make_error_at(Errc::kTruncated, r.offset,
-                         "record of type " + std::to_string(r.header.type) + " has size " +
-                             std::to_string(r.header.size) + ", too small for a " +
-                             std::to_string(n) + "-byte sample_id trailer");
-  }
-  if (n == 0) return sid;
-  const size_t start = r.bytes.size() - n;
-  ByteCursor c(r.bytes.subspan(start), r.offset + start);
-  const uint64_t st = layout.sample_type();
-  if (st & PERF_SAMPLE_TID) {
-    BPFPROF_ASSIGN_OR_RETURN(sid.pid, c.u32("sample_id.pid"));
-    BPFPROF_ASSIGN_OR_RETURN(sid.tid, c.u32("sample_id.tid"));
-  }
-  if (st & PERF_SAMPLE_TIME) {
-    BPFPROF_ASSIGN_OR_RETURN(sid.time, c.u64("sample_id.time"));
-  }
-  if (st & PERF_SAMPLE_ID) {
-    BPFPROF_ASSIGN_OR_RETURN(sid.id, c.u64("sample_id.id"));
-  }
-  if (st & PERF_SAMPLE_STREAM_ID) {
-    BPFPROF_ASSIGN_OR_RETURN(sid.stream_id, c.u64("sample_id.stream_id"));
-  }
-  if (st & PERF_SAMPLE_CPU) {
-    BPFPROF_ASSIGN_OR_RETURN(sid.cpu, c.u32("sample_id.cpu"));
-    BPFPROF_TRY(c.skip(4, "sample_id.res"));
-  }
-  if (st & PERF_SAMPLE_IDENTIFIER) {
-    BPFPROF_ASSIGN_OR_RETURN(sid.id, c.u64("sample_id.identifier"));
-  }
-  return sid;
+  if (r.header.type == kRecordSample || r.header.type >= kRecordHeaderAttr) return SampleId{};
+  if (layout.id_hdr_size() == 0) return SampleId{};
+  BPFPROF_ASSIGN_OR_RETURN(size_t start, trailer_start(r, layout.id_hdr_size()));
+  return read_trailer(r, layout, start);
 }
 
 Result<Mmap> Mmap::parse(const RecordView& r, const SampleLayout& layout) {
@@ -239,6 +302,7 @@ Result<Ksymbol> Ksymbol::parse(const RecordView& r, const SampleLayout& layout) 
   BPFPROF_ASSIGN_OR_RETURN(m.ksym_type, p.body.u16("KSYMBOL.ksym_type"));
   BPFPROF_ASSIGN_OR_RETURN(m.flags, p.body.u16("KSYMBOL.flags"));
   BPFPROF_ASSIGN_OR_RETURN(m.name, rest_string(p.body, "KSYMBOL.name"));
+  m.stale_bytes = p.stale;
   return m;
 }
 
@@ -253,6 +317,7 @@ Result<BpfEvent> BpfEvent::parse(const RecordView& r, const SampleLayout& layout
   BPFPROF_ASSIGN_OR_RETURN(Bytes tag, p.body.bytes(kBpfTagSize, "BPF_EVENT.tag"));
   std::memcpy(m.tag, tag.data(), kBpfTagSize);
   BPFPROF_TRY(expect_end(p.body, "BPF_EVENT"));
+  m.stale_bytes = p.stale;
   return m;
 }
 

@@ -76,12 +76,20 @@ class SampleLayout {
   uint64_t branch_sample_type_ = 0;
   bool sample_id_all_ = false;
   size_t id_hdr_size_ = 0;
-  // Offsets from record start (sample) / from record end (trailer); -1 if absent.
+  // Offsets from record start (sample) / from the trailer's start; -1 if absent.
   int sample_time_off_ = -1;
   int sample_id_off_ = -1;
-  int trailer_time_back_ = -1;
-  int trailer_id_back_ = -1;
+  int trailer_time_off_ = -1;
+  int trailer_id_off_ = -1;
 };
+
+// Where the sample_id trailer of a non-sample kernel record starts (offset
+// from the record start), or nullopt if the record cannot hold it. Usually
+// header.size - id_hdr_size; for KSYMBOL and BPF_EVENT it is right after the
+// fixed fields, because kernels grow the header.size of those two records by
+// every other listener's id_hdr_size and never restore it (the record then
+// ends with stale bytes after its real trailer).
+std::optional<size_t> trailer_offset(const RecordView& r, size_t id_hdr_size);
 
 // The sample_id trailer (fields present per sample_type).
 struct SampleId {
@@ -92,10 +100,11 @@ struct SampleId {
   uint32_t cpu = 0;
 };
 
-// Parses the trailer in the last id_hdr_size() bytes of a non-sample record
-// (all zero without sample_id_all). The typed parsers below additionally
-// require their own fields to end exactly where the trailer starts
-// (Errc::kBadRecord otherwise).
+// Parses the trailer of a non-sample record at trailer_offset() (all zero
+// without sample_id_all, for SAMPLE and for user types). The typed parsers
+// below additionally require their own fields to end exactly where the
+// trailer starts (Errc::kBadRecord otherwise); KSYMBOL and BPF_EVENT accept
+// stale bytes after the trailer (see trailer_offset) and count them.
 Result<SampleId> parse_sample_id(const RecordView& r, const SampleLayout& layout);
 
 struct Sample {
@@ -173,6 +182,7 @@ struct Ksymbol {  // KSYMBOL (17)
   uint16_t flags = 0;
   std::string_view name;
   SampleId sample_id;
+  size_t stale_bytes = 0;  // bytes after the trailer (kernel header.size bug)
   bool unregister() const { return flags & kKsymFlagUnregister; }
   static Result<Ksymbol> parse(const RecordView& r, const SampleLayout& layout);
 };
@@ -183,6 +193,7 @@ struct BpfEvent {  // BPF_EVENT (18)
   uint32_t id = 0;
   uint8_t tag[kBpfTagSize] = {};
   SampleId sample_id;
+  size_t stale_bytes = 0;  // bytes after the trailer (kernel header.size bug)
   static Result<BpfEvent> parse(const RecordView& r, const SampleLayout& layout);
 };
 

@@ -193,6 +193,49 @@ TEST_F(RecordsTest, KsymbolAndBpfEvent) {
   expect_trailer(ev->sample_id);
 }
 
+// Kernels grow the header.size of KSYMBOL and BPF_EVENT by other listeners'
+// id_hdr_size and never restore it: the real trailer follows the fields, then
+// stale bytes. The parsers and SampleLayout must read the real trailer.
+TEST_F(RecordsTest, InflatedKsymbolAndBpfEventReadTheRealTrailer) {
+  const uint8_t tag[kBpfTagSize] = {1, 2, 3, 4, 5, 6, 7, 8};
+  const testing::TrailerValues stale{.pid = 99, .tid = 99, .time = 999, .id = 999, .cpu = 9};
+  const ByteVec records[] = {
+      testing::ksymbol_record(kSampleType, 0xffffffffc0001000, 64, kKsymTypeBpf, 0,
+                              "bpf_prog_0011223344556677_f", kTrailer),
+      testing::bpf_event_record(kSampleType, kBpfEventProgLoad, 0, 31, tag, kTrailer),
+  };
+  for (const ByteVec& good : records) {
+    for (size_t copies = 1; copies <= 2; ++copies) {
+      ByteVec b = good;
+      for (size_t i = 0; i < copies; ++i) {
+        ByteVec t = testing::sample_id_trailer(kSampleType, stale);
+        b.insert(b.end(), t.begin(), t.end());
+      }
+      set_size(b, static_cast<uint16_t>(b.size()));
+      RecordView v = view(b);
+      EXPECT_EQ(layout_.time_of(v), std::optional<uint64_t>(12345));
+      EXPECT_EQ(layout_.id_of(v), std::optional<uint64_t>(77));
+      const size_t extra = 32 * copies;
+      if (v.header.type == kRecordKsymbol) {
+        auto k = Ksymbol::parse(v, layout_);
+        ASSERT_TRUE(k.ok()) << k.error().to_string();
+        EXPECT_EQ(k->name, "bpf_prog_0011223344556677_f");
+        EXPECT_EQ(k->stale_bytes, extra);
+        expect_trailer(k->sample_id);
+      } else {
+        auto e = BpfEvent::parse(v, layout_);
+        ASSERT_TRUE(e.ok()) << e.error().to_string();
+        EXPECT_EQ(e->id, 31u);
+        EXPECT_EQ(e->stale_bytes, extra);
+        expect_trailer(e->sample_id);
+      }
+      auto sid = parse_sample_id(v, layout_);
+      ASSERT_TRUE(sid.ok());
+      expect_trailer(*sid);
+    }
+  }
+}
+
 TEST_F(RecordsTest, WithoutSampleIdAllThereIsNoTrailer) {
   perf_event_attr attr{};
   attr.sample_type = kSampleType;

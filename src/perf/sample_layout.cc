@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // SampleLayout: where time and id sit in SAMPLE records (counted from the
-// start) and in the sample_id trailer of other records (counted from the end),
+// start) and in the sample_id trailer of other records (counted from the
+// trailer's start, which trailer_offset finds),
 // computed once per attr so the recorder's drain loop never parses a record
 // just to order or attribute it.
 #include <bit>
@@ -63,15 +64,13 @@ Result<SampleLayout> SampleLayout::from_attr(const perf_event_attr& attr) {
 
   if (l.sample_id_all_) {
     l.id_hdr_size_ = 8 * static_cast<size_t>(std::popcount(st & kTrailerBits));
-    // Distances from the record end to the start of the field.
-    const int after_id = has(st, PERF_SAMPLE_STREAM_ID) + has(st, PERF_SAMPLE_CPU) + ident;
-    if (st & PERF_SAMPLE_TIME) {
-      l.trailer_time_back_ = 8 * (1 + has(st, PERF_SAMPLE_ID) + after_id);
-    }
+    // Offsets from the trailer's start (TID, TIME, ID, STREAM_ID, CPU, IDENTIFIER).
+    const int tid = has(st, PERF_SAMPLE_TID);
+    if (st & PERF_SAMPLE_TIME) l.trailer_time_off_ = 8 * tid;
     if (ident) {
-      l.trailer_id_back_ = 8;
+      l.trailer_id_off_ = static_cast<int>(l.id_hdr_size_) - 8;
     } else if (st & PERF_SAMPLE_ID) {
-      l.trailer_id_back_ = 8 * (1 + has(st, PERF_SAMPLE_STREAM_ID) + has(st, PERF_SAMPLE_CPU));
+      l.trailer_id_off_ = 8 * (tid + has(st, PERF_SAMPLE_TIME));
     }
   }
   return l;
@@ -86,24 +85,25 @@ std::optional<uint64_t> sample_field(const RecordView& r, int from_start) {
   return load_unaligned<uint64_t>(r.bytes.data() + from_start);
 }
 
-// The u64 `back` bytes before the end of a non-sample record's trailer.
-std::optional<uint64_t> trailer_field(const RecordView& r, int back, size_t id_hdr_size) {
+// The u64 `off` bytes into a non-sample record's trailer.
+std::optional<uint64_t> trailer_field(const RecordView& r, int off, size_t id_hdr_size) {
   // User types (>= 64) never carry a trailer; a record too small for one is not trusted.
-  if (back < 0 || r.header.type >= kRecordHeaderAttr) return std::nullopt;
-  if (r.bytes.size() < sizeof(RecordHeader) + id_hdr_size) return std::nullopt;
-  return load_unaligned<uint64_t>(r.bytes.data() + r.bytes.size() - back);
+  if (off < 0 || r.header.type >= kRecordHeaderAttr) return std::nullopt;
+  std::optional<size_t> start = trailer_offset(r, id_hdr_size);
+  if (!start) return std::nullopt;
+  return load_unaligned<uint64_t>(r.bytes.data() + *start + off);
 }
 
 }  // namespace
 
 std::optional<uint64_t> SampleLayout::time_of(const RecordView& r) const {
   if (r.header.type == kRecordSample) return sample_field(r, sample_time_off_);
-  return trailer_field(r, trailer_time_back_, id_hdr_size_);
+  return trailer_field(r, trailer_time_off_, id_hdr_size_);
 }
 
 std::optional<uint64_t> SampleLayout::id_of(const RecordView& r) const {
   if (r.header.type == kRecordSample) return sample_field(r, sample_id_off_);
-  return trailer_field(r, trailer_id_back_, id_hdr_size_);
+  return trailer_field(r, trailer_id_off_, id_hdr_size_);
 }
 
 }  // namespace bpfprof::perf
