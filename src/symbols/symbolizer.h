@@ -9,6 +9,7 @@
 // MMAP2 maps and ELF files (by build id where the file has one).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -41,7 +42,9 @@ enum class Unknown : uint8_t {
   kNoElf,           // mapped file cannot be opened / is not ELF / build id mismatch
   kNoSymbol,        // ELF has no symbol covering the address
   kNoProcess,       // pid never seen in the stream
+  kNoFile,          // mapping without a file to read: [vdso], [heap], //anon, memfd
 };
+inline constexpr size_t kUnknownCount = static_cast<size_t>(Unknown::kNoFile) + 1;
 const char* unknown_reason_name(Unknown u);
 
 // One symbolized address. String views stay valid as long as the Symbolizer.
@@ -86,7 +89,8 @@ struct Diagnostics {
   uint64_t ksymbol_unregister_unknown = 0;
   uint64_t bpf_event_without_ksymbol = 0;
   uint64_t programs_without_info = 0;   // PROG_LOAD with no BPF_PROG_INFO entry
-  uint64_t unknown_frames[8] = {};      // by Unknown value (filled by lookups' callers)
+  uint64_t sideband_bad_records = 0;    // side-band records that failed to parse (skipped)
+  uint64_t unknown_frames[kUnknownCount] = {};  // by Unknown value (filled by lookups' callers)
 };
 
 class Symbolizer {
@@ -95,6 +99,8 @@ class Symbolizer {
     std::string symfs;       // prefix for user ELF paths (like perf --symfs)
     bool read_elf = true;    // open user binaries for symbols
   };
+  // `features` must outlive the Symbolizer: kallsyms names, BPF_PROG_INFO and
+  // BTF are used in place.
   Symbolizer(const perfdata::Features& features, Options options);
   ~Symbolizer();
   Symbolizer(const Symbolizer&) = delete;
@@ -107,9 +113,12 @@ class Symbolizer {
   void finish();
 
   // Pass 2: const, thread-safe. `kernel` from the sample's cpumode or the
-  // callchain context marker.
+  // callchain context marker (an ip in the kernel half of the address space is
+  // looked up as kernel code regardless).
   Frame lookup(uint32_t pid, uint64_t ip, uint64_t time, bool kernel) const;
   std::optional<SourceLine> bpf_line(const Frame& frame, uint64_t ip) const;
+  // The thread's COMM at `time` (the latest at or before it; the thread's
+  // first one if it is older than all; else the process's); empty if unknown.
   std::string_view comm(uint32_t pid, uint32_t tid, uint64_t time) const;
 
   const std::vector<BpfProgram>& bpf_programs() const;

@@ -1,0 +1,70 @@
+// SPDX-License-Identifier: Apache-2.0
+// Function symbols of one ELF file (libelf): .symtab, else .dynsym, the
+// PT_LOAD segments that turn a file offset into a virtual address, and the
+// GNU build id. Loaded once per path, lazily and thread-safely, because pass 2
+// symbolizes in parallel and most mapped files are never sampled.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "base/error.h"
+
+namespace bpfprof::symbols {
+
+class ElfSymbols {
+ public:
+  struct Symbol {
+    uint64_t addr = 0;
+    uint64_t size = 0;  // 0: unknown, the symbol runs to the next one
+    std::string_view name;
+  };
+
+  static Result<std::unique_ptr<ElfSymbols>> load(const std::string& path);
+
+  const std::vector<uint8_t>& build_id() const { return build_id_; }
+  // File offset -> link-time virtual address, through the PT_LOAD that holds it.
+  std::optional<uint64_t> offset_to_vaddr(uint64_t offset) const;
+  // The function symbol covering vaddr, or null.
+  const Symbol* find(uint64_t vaddr) const;
+  size_t size() const { return symbols_.size(); }
+
+ private:
+  struct Segment {
+    uint64_t offset = 0, filesz = 0, vaddr = 0;
+  };
+  std::vector<uint8_t> build_id_;
+  std::vector<Segment> segments_;
+  std::string names_;  // all symbol names, NUL-separated; symbols_ views into it
+  std::vector<Symbol> symbols_;
+};
+
+// One ElfSymbols per path (with the --symfs prefix), loaded on first use.
+class ElfCache {
+ public:
+  static constexpr uint32_t kNoSlot = UINT32_MAX;
+  explicit ElfCache(std::string symfs) : symfs_(std::move(symfs)) {}
+
+  // Pass 1 (single thread): the slot of `path`.
+  uint32_t slot(std::string_view path);
+  // Pass 2 (any thread): the file's symbols, or null if it cannot be read.
+  const ElfSymbols* get(uint32_t slot) const;
+
+ private:
+  struct Slot {
+    std::string path;
+    mutable std::once_flag once;
+    mutable std::unique_ptr<ElfSymbols> elf;
+  };
+  std::string symfs_;
+  std::vector<std::unique_ptr<Slot>> slots_;
+  std::unordered_map<std::string, uint32_t> index_;
+};
+
+}  // namespace bpfprof::symbols

@@ -1,0 +1,104 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "symbols/process_maps.h"
+
+#include <algorithm>
+#include <string>
+
+namespace bpfprof::symbols {
+
+bool is_fileless_mapping(std::string_view path) {
+  return path.empty() || path.front() == '[' || path.starts_with("//anon") ||
+         path.starts_with("/memfd:") || path.starts_with("/dev/zero") || path.front() != '/';
+}
+
+uint32_t ProcessMaps::file_index(std::string_view path, std::span<const uint8_t> build_id) {
+  std::string key(path);
+  key.push_back('\0');
+  key.append(reinterpret_cast<const char*>(build_id.data()), build_id.size());
+  if (auto it = file_index_.find(key); it != file_index_.end()) return it->second;
+  MappedFile f;
+  f.path = path;
+  f.build_id.assign(build_id.begin(), build_id.end());
+  if (!is_fileless_mapping(path)) f.elf = elf_.slot(path);
+  files_.push_back(std::move(f));
+  const auto i = static_cast<uint32_t>(files_.size() - 1);
+  file_index_.emplace(std::move(key), i);
+  return i;
+}
+
+void ProcessMaps::on_mmap(uint64_t time, uint32_t pid, uint64_t start, uint64_t len,
+                          uint64_t pgoff, std::string_view filename,
+                          std::span<const uint8_t> build_id) {
+  if (len == 0) return;
+  process_mut(pid).add(start, start + len, time, 0, MapPayload{file_index(filename, build_id), pgoff});
+}
+
+void ProcessMaps::end_all(Timeline& t, uint64_t time) {
+  for (uint32_t i = 0; i < t.size(); ++i) {
+    if (t.entry(i).t_end == kForever) t.close(i, time);
+  }
+}
+
+void ProcessMaps::on_comm(uint64_t time, uint32_t pid, uint32_t tid, std::string_view comm,
+                          bool exec) {
+  // exec replaced the address space; the new image's MMAPs follow this COMM.
+  Timeline& t = process_mut(pid);
+  if (exec) end_all(t, time);
+  comms_[tid].push_back({time, comm});
+}
+
+void ProcessMaps::on_fork(uint64_t time, uint32_t pid, uint32_t ppid, uint32_t tid,
+                          uint32_t ptid, bool fork_exec) {
+  // The new thread starts with its parent thread's name.
+  if (auto c = comms_.find(ptid); c != comms_.end() && !c->second.empty() && tid != ptid) {
+    std::string_view parent = comm_in(c->second, time);
+    if (!parent.empty()) comms_[tid].push_back({time, parent});
+  }
+  if (pid == ppid && tid != pid) {
+    process_mut(pid);  // a thread: it shares the process's maps
+    return;
+  }
+  // A new process, possibly reusing an old pid: start from an empty space.
+  Timeline& child = process_mut(pid);
+  end_all(child, time);
+  // perf-style synthesized FORKs say FORK_EXEC: their MMAPs follow, no copy.
+  if (fork_exec || pid == ppid) return;
+  auto parent = procs_.find(ppid);
+  if (parent == procs_.end()) return;
+  // procs_ may rehash when the child was inserted above; `parent` is found after.
+  const Timeline& from = parent->second;
+  std::vector<Timeline::Entry> copy;
+  for (const auto& e : from.entries()) {
+    if (e.t_begin <= time && time < e.t_end) copy.push_back(e);
+  }
+  Timeline& to = procs_[pid];
+  for (const auto& e : copy) to.add(e.start, e.end, time, e.priority, e.payload);
+}
+
+void ProcessMaps::finish() {
+  for (auto& [pid, t] : procs_) t.build();
+  for (auto& [tid, list] : comms_) {
+    std::stable_sort(list.begin(), list.end(),
+                     [](const CommAt& a, const CommAt& b) { return a.time < b.time; });
+  }
+}
+
+const ProcessMaps::Timeline* ProcessMaps::process(uint32_t pid) const {
+  auto it = procs_.find(pid);
+  return it == procs_.end() ? nullptr : &it->second;
+}
+
+std::string_view ProcessMaps::comm_in(const std::vector<CommAt>& list, uint64_t time) {
+  if (list.empty()) return {};
+  auto it = std::upper_bound(list.begin(), list.end(), time,
+                             [](uint64_t t, const CommAt& c) { return t < c.time; });
+  return it == list.begin() ? list.front().comm : std::prev(it)->comm;
+}
+
+std::string_view ProcessMaps::comm(uint32_t pid, uint32_t tid, uint64_t time) const {
+  if (auto it = comms_.find(tid); it != comms_.end()) return comm_in(it->second, time);
+  if (auto it = comms_.find(pid); it != comms_.end()) return comm_in(it->second, time);
+  return {};
+}
+
+}  // namespace bpfprof::symbols

@@ -1,0 +1,307 @@
+// SPDX-License-Identifier: Apache-2.0
+// The Symbolizer facade: pass 1 buffers side-band records (copies of what
+// matters, since record bytes may not outlive the call), finish() applies
+// them in time order to the timelines, pass 2 looks up.
+#include "symbols/symbolizer.h"
+
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "symbols/bpf_lines.h"
+#include "symbols/bpf_symbols.h"
+#include "symbols/elf_symbols.h"
+#include "symbols/kernel_symbols.h"
+#include "symbols/process_maps.h"
+#include "symbols/string_pool.h"
+
+namespace bpfprof::symbols {
+namespace {
+
+constexpr std::string_view kKernelDso = "[kernel.kallsyms]";
+constexpr std::string_view kBpfDso = "[bpf]";
+// Canonical kernel half of the address space (x86-64, arm64): an ip here is
+// kernel code even if the caller's cpumode said otherwise.
+constexpr uint64_t kKernelSpaceStart = 0xffff800000000000ull;
+constexpr size_t kMaxBuildId = 20;
+
+// What pass 1 keeps of one side-band record.
+struct Event {
+  uint64_t time = 0;
+  uint32_t type = 0;
+  uint16_t misc = 0;
+  uint32_t pid = 0, tid = 0, ppid = 0, ptid = 0, cpu = 0;
+  uint64_t addr = 0, len = 0, pgoff = 0;
+  uint16_t ksym_type = 0, flags = 0;
+  uint32_t id = 0;
+  bpf::Tag tag{};
+  std::string_view name;  // interned
+  uint8_t build_id_size = 0;
+  uint8_t build_id[kMaxBuildId] = {};
+};
+
+}  // namespace
+
+const char* unknown_reason_name(Unknown u) {
+  switch (u) {
+    case Unknown::kNone: return "none";
+    case Unknown::kNoKallsyms: return "no kallsyms snapshot";
+    case Unknown::kKernelNoSymbol: return "kernel address without symbol";
+    case Unknown::kBpfNotAlive: return "BPF code not loaded at that time";
+    case Unknown::kNoMap: return "no mapping at that time";
+    case Unknown::kNoElf: return "binary unreadable or build id mismatch";
+    case Unknown::kNoSymbol: return "no ELF symbol";
+    case Unknown::kNoProcess: return "unknown process";
+    case Unknown::kNoFile: return "mapping without a file";
+  }
+  return "?";
+}
+
+struct Symbolizer::Impl {
+  Impl(const perfdata::Features& f, Options o)
+      : features(f), options(std::move(o)), elf(options.symfs), bpf(f, pool, diag), maps(elf), lines(f) {}
+
+  void add(const perf::RecordView& r, const perf::SampleLayout& layout);
+  void apply(const Event& e);
+  Frame lookup_kernel(uint64_t ip, uint64_t time) const;
+  Frame lookup_user(uint32_t pid, uint64_t ip, uint64_t time) const;
+
+  const perfdata::Features& features;
+  Options options;
+  Diagnostics diag;
+  StringPool pool;
+  ElfCache elf;
+  BpfSymbols bpf;
+  ProcessMaps maps;
+  KernelSymbols kernel;
+  BpfLines lines;
+  std::vector<Event> events;
+  uint64_t max_time = 0;
+  bool finished = false;
+};
+
+void Symbolizer::Impl::add(const perf::RecordView& r, const perf::SampleLayout& layout) {
+  Event e;
+  e.type = r.header.type;
+  e.misc = r.header.misc;
+  auto bad = [&] { ++diag.sideband_bad_records; };
+  perf::SampleId sid;
+  switch (r.header.type) {
+    case perf::kRecordKsymbol: {
+      auto k = perf::Ksymbol::parse(r, layout);
+      if (!k.ok()) return bad();
+      e.addr = k->addr;
+      e.len = k->len;
+      e.ksym_type = k->ksym_type;
+      e.flags = k->flags;
+      e.name = pool.intern(k->name);
+      sid = k->sample_id;
+      break;
+    }
+    case perf::kRecordBpfEvent: {
+      auto b = perf::BpfEvent::parse(r, layout);
+      if (!b.ok()) return bad();
+      e.ksym_type = b->type;
+      e.id = b->id;
+      std::memcpy(e.tag.data(), b->tag, e.tag.size());
+      sid = b->sample_id;
+      break;
+    }
+    case perf::kRecordMmap: {
+      auto m = perf::Mmap::parse(r, layout);
+      if (!m.ok()) return bad();
+      if (r.header.misc & perf::kMiscMmapData) return;  // data maps hold no code
+      e.pid = m->pid;
+      e.addr = m->start;
+      e.len = m->len;
+      e.pgoff = m->pgoff;
+      e.name = pool.intern(m->filename);
+      sid = m->sample_id;
+      break;
+    }
+    case perf::kRecordMmap2: {
+      auto m = perf::Mmap2::parse(r, layout);
+      if (!m.ok()) return bad();
+      if (m->prot != 0 && !(m->prot & PROT_EXEC)) return;
+      e.pid = m->pid;
+      e.addr = m->start;
+      e.len = m->len;
+      e.pgoff = m->pgoff;
+      e.name = pool.intern(m->filename);
+      e.build_id_size = static_cast<uint8_t>(std::min(m->build_id.size(), kMaxBuildId));
+      std::memcpy(e.build_id, m->build_id.data(), e.build_id_size);
+      sid = m->sample_id;
+      break;
+    }
+    case perf::kRecordComm: {
+      auto c = perf::Comm::parse(r, layout);
+      if (!c.ok()) return bad();
+      e.pid = c->pid;
+      e.tid = c->tid;
+      e.name = pool.intern(c->comm);
+      sid = c->sample_id;
+      break;
+    }
+    case perf::kRecordFork:
+    case perf::kRecordExit: {
+      auto f = perf::ForkExit::parse(r, layout);
+      if (!f.ok()) return bad();
+      e.pid = f->pid;
+      e.ppid = f->ppid;
+      e.tid = f->tid;
+      e.ptid = f->ptid;
+      sid = f->sample_id;
+      if (!layout.time_of(r)) sid.time = f->time;
+      break;
+    }
+    default:
+      return;
+  }
+  e.cpu = sid.cpu;
+  const bool timed = layout.time_of(r).has_value() || r.header.type == perf::kRecordFork ||
+                     r.header.type == perf::kRecordExit;
+  e.time = timed ? sid.time : max_time;
+  // Time 0 is the synthesized state before recording, which sorts first by
+  // definition; anything else older than what came before is out of order.
+  if (e.time != 0 && e.time < max_time) ++diag.sideband_out_of_order;
+  max_time = std::max(max_time, e.time);
+  events.push_back(e);
+}
+
+void Symbolizer::Impl::apply(const Event& e) {
+  switch (e.type) {
+    case perf::kRecordKsymbol:
+      bpf.on_ksymbol(e.time, e.cpu, e.addr, static_cast<uint32_t>(e.len), e.ksym_type,
+                     e.flags & perf::kKsymFlagUnregister, e.name);
+      break;
+    case perf::kRecordBpfEvent:
+      bpf.on_bpf_event(e.time, e.cpu, e.ksym_type, e.id, e.tag);
+      break;
+    case perf::kRecordMmap:
+    case perf::kRecordMmap2:
+      if ((e.misc & perf::kMiscCpumodeMask) == perf::kMiscKernel) {
+        kernel.add_kernel_map(e.name, e.addr, e.len);
+      } else {
+        maps.on_mmap(e.time, e.pid, e.addr, e.len, e.pgoff, e.name,
+                     std::span<const uint8_t>(e.build_id, e.build_id_size));
+      }
+      break;
+    case perf::kRecordComm:
+      maps.on_comm(e.time, e.pid, e.tid, e.name, e.misc & perf::kMiscCommExec);
+      break;
+    case perf::kRecordFork:
+      maps.on_fork(e.time, e.pid, e.ppid, e.tid, e.ptid, e.misc & perf::kMiscForkExec);
+      break;
+    default:
+      break;  // EXIT: maps stay for samples at the exit time; a reused pid forks anew
+  }
+}
+
+Frame Symbolizer::Impl::lookup_kernel(uint64_t ip, uint64_t time) const {
+  Frame f;
+  const auto hit = bpf.find(ip, time);
+  if (hit.entry != BpfSymbols::Timeline::kNone) {
+    const auto& e = bpf.entry(hit.entry);
+    f.kind = e.payload.kind;
+    f.symbol = e.payload.name;
+    f.dso = f.kind == FrameKind::kKernel ? kKernelDso : kBpfDso;
+    f.symbol_start = e.start;
+    f.bpf_program = e.payload.program;
+    f.bpf_function = e.payload.function;
+    return f;
+  }
+  if (kernel.has_snapshot()) {
+    if (const auto* s = kernel.find(ip)) {
+      f.kind = s->module ? FrameKind::kModule : FrameKind::kKernel;
+      f.symbol = s->name;
+      f.dso = s->dso;
+      f.symbol_start = s->start;
+      return f;
+    }
+  }
+  f.dso = hit.known_range ? kBpfDso : kKernelDso;
+  f.unknown = hit.known_range       ? Unknown::kBpfNotAlive
+              : kernel.has_snapshot() ? Unknown::kKernelNoSymbol
+                                      : Unknown::kNoKallsyms;
+  return f;
+}
+
+Frame Symbolizer::Impl::lookup_user(uint32_t pid, uint64_t ip, uint64_t time) const {
+  Frame f;
+  const ProcessMaps::Timeline* t = maps.process(pid);
+  if (!t) {
+    f.unknown = Unknown::kNoProcess;
+    return f;
+  }
+  const auto hit = t->find(ip, time);
+  if (hit.entry == ProcessMaps::Timeline::kNone) {
+    f.unknown = Unknown::kNoMap;
+    return f;
+  }
+  const auto& m = t->entry(hit.entry);
+  const MappedFile& file = maps.file(m.payload.file);
+  f.dso = file.path;
+  if (file.elf == ElfCache::kNoSlot) {
+    f.unknown = Unknown::kNoFile;
+    return f;
+  }
+  const ElfSymbols* elf_syms = options.read_elf ? elf.get(file.elf) : nullptr;
+  if (!elf_syms || (!file.build_id.empty() && !elf_syms->build_id().empty() &&
+                    file.build_id != elf_syms->build_id())) {
+    f.unknown = Unknown::kNoElf;
+    return f;
+  }
+  const auto vaddr = elf_syms->offset_to_vaddr(ip - m.start + m.payload.pgoff);
+  const ElfSymbols::Symbol* s = vaddr ? elf_syms->find(*vaddr) : nullptr;
+  if (!s) {
+    f.unknown = Unknown::kNoSymbol;
+    return f;
+  }
+  f.kind = FrameKind::kUser;
+  f.symbol = s->name;
+  f.symbol_start = ip - (*vaddr - s->addr);
+  return f;
+}
+
+Symbolizer::Symbolizer(const perfdata::Features& features, Options options)
+    : impl_(std::make_unique<Impl>(features, std::move(options))) {}
+Symbolizer::~Symbolizer() = default;
+
+void Symbolizer::add_sideband(const perf::RecordView& r, const perf::SampleLayout& layout) {
+  impl_->add(r, layout);
+}
+
+void Symbolizer::finish() {
+  Impl& m = *impl_;
+  if (m.finished) return;
+  m.finished = true;
+  std::stable_sort(m.events.begin(), m.events.end(),
+                   [](const Event& a, const Event& b) { return a.time < b.time; });
+  for (const Event& e : m.events) m.apply(e);
+  std::vector<Event>().swap(m.events);
+  // After the kernel MMAPs: they cap the last symbol of each module.
+  if (m.features.kallsyms) m.kernel.build(*m.features.kallsyms);
+  m.bpf.finish();
+  m.maps.finish();
+  m.lines.set_programs(m.bpf.programs());
+}
+
+Frame Symbolizer::lookup(uint32_t pid, uint64_t ip, uint64_t time, bool kernel) const {
+  if (kernel || ip >= kKernelSpaceStart) return impl_->lookup_kernel(ip, time);
+  return impl_->lookup_user(pid, ip, time);
+}
+
+std::optional<SourceLine> Symbolizer::bpf_line(const Frame& frame, uint64_t ip) const {
+  if (frame.kind != FrameKind::kBpf || frame.bpf_program == 0) return std::nullopt;
+  return impl_->lines.find(frame.bpf_program - 1, frame.bpf_function, ip);
+}
+
+std::string_view Symbolizer::comm(uint32_t pid, uint32_t tid, uint64_t time) const {
+  return impl_->maps.comm(pid, tid, time);
+}
+
+const std::vector<BpfProgram>& Symbolizer::bpf_programs() const { return impl_->bpf.programs(); }
+const Diagnostics& Symbolizer::diagnostics() const { return impl_->diag; }
+
+}  // namespace bpfprof::symbols
