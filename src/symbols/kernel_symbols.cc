@@ -81,7 +81,8 @@ void KernelSymbols::build(std::string_view text) {
     KallsymsLine l;
     if (!parse_kallsyms_line(line, l)) continue;
     if (l.module.empty() && l.name == "_etext") etext = l.addr;
-    if (!is_text_type(l.type) || l.module == "bpf" || l.addr == 0) continue;
+    // _etext is a marker, not code; [bpf] lines are the KSYMBOL timeline's.
+    if (!is_text_type(l.type) || l.module == "bpf" || l.addr == 0 || l.name == "_etext") continue;
     raw.push_back({l.addr, l.name, l.module, l.type});
   }
   if (etext == 0) etext = kernel_map_.end;
@@ -110,7 +111,15 @@ void KernelSymbols::build(std::string_view text) {
     Symbol s{r.addr, end, r.name, kKernelDso, !r.module.empty()};
     if (r.module.empty()) {
       if (etext != 0 && r.addr < etext) end = std::min(end, etext);
-      if (!has_next && kernel_map_.end > r.addr) end = std::min(end, kernel_map_.end);
+      if (!has_next || !raw[i + 1].module.empty()) {
+        // The last core symbol: to the kernel map's end, never into modules.
+        if (kernel_map_.end > r.addr) {
+          end = std::min(end, kernel_map_.end);
+        } else {
+          end = std::min(end, r.addr + kUncappedSymbolMax);
+          s.exact = false;
+        }
+      }
     } else {
       s.dso = module_dso(r.module);
       auto m = module_maps_.find(r.module);
@@ -118,6 +127,7 @@ void KernelSymbols::build(std::string_view text) {
         end = std::min(end, m->second.end);
       } else if (!has_next || raw[i + 1].module != r.module) {
         end = std::min(end, r.addr + kUncappedSymbolMax);
+        s.exact = false;
       }
     }
     s.end = end;

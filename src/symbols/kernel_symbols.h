@@ -33,6 +33,9 @@ class KernelSymbols {
     std::string_view name;
     std::string_view dso;  // "[kernel.kallsyms]" or "[module]"
     bool module = false;
+    // False when the end is a guess (last symbol of a module without a map):
+    // then a BPF range known at that address is the better answer.
+    bool exact = true;
   };
 
   // Kernel MMAPs: "[kernel.kallsyms]_text" (core text range) or "[module]".

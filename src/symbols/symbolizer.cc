@@ -212,7 +212,8 @@ Frame Symbolizer::Impl::lookup_kernel(uint64_t ip, uint64_t time) const {
     return f;
   }
   if (kernel.has_snapshot()) {
-    if (const auto* s = kernel.find(ip)) {
+    const auto* s = kernel.find(ip);
+    if (s && (s->exact || !hit.known_range)) {
       f.kind = s->module ? FrameKind::kModule : FrameKind::kKernel;
       f.symbol = s->name;
       f.dso = s->dso;

@@ -1,0 +1,114 @@
+// SPDX-License-Identifier: Apache-2.0
+// Kernel text from the stored kallsyms snapshot: parsing, symbol ends, modules.
+#include "symbols/kernel_symbols.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "symbols/test_support.h"
+
+namespace bpfprof::symbols {
+namespace {
+
+TEST(KallsymsLineTest, ParsesCoreAndModuleLines) {
+  KallsymsLine l;
+  ASSERT_TRUE(parse_kallsyms_line("ffffffff81000000 T _text", l));
+  EXPECT_EQ(l.addr, 0xffffffff81000000u);
+  EXPECT_EQ(l.type, 'T');
+  EXPECT_EQ(l.name, "_text");
+  EXPECT_EQ(l.module, "");
+  ASSERT_TRUE(parse_kallsyms_line("ffffffffc0a01000 t nf_hook\t[nf_tables]", l));
+  EXPECT_EQ(l.name, "nf_hook");
+  EXPECT_EQ(l.module, "nf_tables");
+  ASSERT_TRUE(parse_kallsyms_line("0000000000000000 A fixed_percpu_data\r", l));
+  EXPECT_EQ(l.name, "fixed_percpu_data");
+  EXPECT_FALSE(parse_kallsyms_line("", l));
+  EXPECT_FALSE(parse_kallsyms_line("zz T x", l));
+  EXPECT_FALSE(parse_kallsyms_line("ffffffff81000000 T", l));
+}
+
+constexpr char kSnapshot[] =
+    "ffffffff81000000 T _text\n"
+    "ffffffff81000100 T start_kernel\n"
+    "ffffffff81000200 t helper\n"
+    "ffffffff81000200 T helper_alias\n"
+    "ffffffff81000280 D some_data\n"
+    "ffffffff81000300 T _etext\n"
+    "ffffffffc0001000 t mod_fn\t[mymod]\n"
+    "ffffffffc0001100 t mod_last\t[mymod]\n"
+    "ffffffffc0002000 t bpf_prog_0123456789abcdef_foo\t[bpf]\n"
+    "ffffffffc0003000 t other_fn\t[othermod]\n"
+    "malformed line\n";
+
+struct Case {
+  uint64_t ip;
+  FrameKind kind;
+  std::string symbol, dso;
+  Unknown unknown = Unknown::kNone;
+};
+
+TEST(KernelSymbolsTest, ResolvesFromSnapshotWithModuleMaps) {
+  perfdata::Features features;
+  features.kallsyms = kSnapshot;
+  Symbolizer sym(features, {});
+  test::Feeder f(sym);
+  // The recorder's kernel MMAPs (pid -1, cpumode kernel) give the ranges.
+  f.feed(testing::mmap_record(test::kSampleType, UINT32_MAX, 0, 0xffffffff81000000, 0x300,
+                              0xffffffff81000000, "[kernel.kallsyms]_text", {}, perf::kMiscKernel));
+  f.feed(testing::mmap_record(test::kSampleType, UINT32_MAX, 0, 0xffffffffc0001000, 0x200, 0,
+                              "[mymod]", {}, perf::kMiscKernel));
+  sym.finish();
+  const std::vector<Case> cases = {
+      {0xffffffff81000000, FrameKind::kKernel, "_text", "[kernel.kallsyms]"},
+      {0xffffffff81000150, FrameKind::kKernel, "start_kernel", "[kernel.kallsyms]"},
+      {0xffffffff810002f0, FrameKind::kKernel, "helper_alias", "[kernel.kallsyms]"},  // global alias; data skipped
+      {0xffffffff81000300, FrameKind::kUnknown, "", "", Unknown::kKernelNoSymbol},   // at _etext
+      {0xffffffffc0001010, FrameKind::kModule, "mod_fn", "[mymod]"},
+      {0xffffffffc00011f0, FrameKind::kModule, "mod_last", "[mymod]"},
+      {0xffffffffc0001200, FrameKind::kUnknown, "", "", Unknown::kKernelNoSymbol},  // module end
+      {0xffffffffc0002010, FrameKind::kUnknown, "", "", Unknown::kKernelNoSymbol},  // [bpf]: not from kallsyms
+      {0xffffffffc0003010, FrameKind::kModule, "other_fn", "[othermod]"},            // no map: capped
+      {0xffffffffc0004010, FrameKind::kUnknown, "", "", Unknown::kKernelNoSymbol},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(::testing::Message() << std::hex << "ip 0x" << c.ip);
+    Frame fr = sym.lookup(1, c.ip, 5, /*kernel=*/true);
+    EXPECT_EQ(fr.kind, c.kind);
+    EXPECT_EQ(fr.unknown, c.unknown);
+    if (!c.symbol.empty()) {
+      EXPECT_EQ(fr.symbol, c.symbol);
+    }
+    if (!c.dso.empty()) {
+      EXPECT_EQ(fr.dso, c.dso);
+    }
+  }
+  EXPECT_EQ(sym.lookup(1, 0xffffffff81000150, 5, true).symbol_start, 0xffffffff81000100u);
+}
+
+TEST(KernelSymbolsTest, NoSnapshotMeansNoKallsyms) {
+  perfdata::Features features;
+  Symbolizer sym(features, {});
+  sym.finish();
+  Frame fr = sym.lookup(1, 0xffffffff81000150, 5, true);
+  EXPECT_EQ(fr.kind, FrameKind::kUnknown);
+  EXPECT_EQ(fr.unknown, Unknown::kNoKallsyms);
+  // Kernel-half addresses are kernel lookups even if the caller said user.
+  EXPECT_EQ(sym.lookup(1, 0xffffffff81000150, 5, false).unknown, Unknown::kNoKallsyms);
+}
+
+TEST(KernelSymbolsTest, BpfTimelineWinsOverSnapshot) {
+  perfdata::Features features;
+  features.kallsyms = kSnapshot;
+  Symbolizer sym(features, {});
+  test::Feeder f(sym);
+  f.ksym(0, 0xffffffffc0002000, 0x80, "bpf_prog_0123456789abcdef_foo");
+  f.ksym(40, 0xffffffffc0002000, 0x80, "bpf_prog_0123456789abcdef_foo", true);
+  sym.finish();
+  EXPECT_EQ(sym.lookup(1, 0xffffffffc0002010, 5, true).kind, FrameKind::kBpf);
+  EXPECT_EQ(sym.lookup(1, 0xffffffffc0002010, 50, true).unknown, Unknown::kBpfNotAlive);
+}
+
+}  // namespace
+}  // namespace bpfprof::symbols

@@ -1,0 +1,172 @@
+// SPDX-License-Identifier: Apache-2.0
+// User space: per-process maps over time (fork, exec, pid reuse, threads),
+// real ELF lookups in this test binary, build-id checks, comm.
+#include "symbols/process_maps.h"
+
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <cinttypes>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "symbols/elf_symbols.h"
+#include "symbols/test_support.h"
+
+extern "C" __attribute__((noinline, used)) int bpfprof_symbols_test_target(int x) {
+  asm volatile("" ::: "memory");
+  return x * 5 + 1;
+}
+
+namespace bpfprof::symbols {
+namespace {
+
+// This binary's executable mapping, as /proc/self/maps lists it.
+struct SelfMap {
+  uint64_t start = 0, end = 0, pgoff = 0;
+  std::string path;
+};
+
+SelfMap self_text_map() {
+  const auto target = reinterpret_cast<uint64_t>(&bpfprof_symbols_test_target);
+  std::ifstream maps("/proc/self/maps");
+  std::string line;
+  while (std::getline(maps, line)) {
+    SelfMap m;
+    char perms[8] = {};
+    char path[4096] = {};
+    if (std::sscanf(line.c_str(), "%" SCNx64 "-%" SCNx64 " %7s %" SCNx64 " %*s %*s %4095s", &m.start,
+                    &m.end, perms, &m.pgoff, path) < 4) {
+      continue;
+    }
+    if (target >= m.start && target < m.end) {
+      m.path = path;
+      return m;
+    }
+  }
+  return {};
+}
+
+class ProcessMapsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    self_ = self_text_map();
+    ASSERT_NE(self_.start, 0u);
+    ASSERT_FALSE(self_.path.empty());
+    target_ = reinterpret_cast<uint64_t>(&bpfprof_symbols_test_target);
+  }
+  SelfMap self_;
+  uint64_t target_ = 0;
+  perfdata::Features features_;
+};
+
+TEST_F(ProcessMapsTest, ResolvesOwnFunctionAcrossForkExecAndReuse) {
+  Symbolizer sym(features_, {});
+  test::Feeder f(sym);
+  const uint64_t len = self_.end - self_.start;
+  f.comm(0, 1000, 1000, "parent");
+  f.mmap2(0, 1000, self_.start, len, self_.pgoff, self_.path);
+  f.fork(10, 1000, 1000, 1001, 1000);    // a thread: shares the maps
+  f.fork(50, 2000, 1000, 2000, 1000);    // a child process: copies them
+  f.comm(100, 2000, 2000, "child", /*exec=*/true);  // exec: nothing mapped after
+  f.fork(0, 3000, 1000, 3000, 1000, perf::kMiscForkExec);  // synthesized: no copy
+  f.mmap2(200, 1000, self_.start, len, self_.pgoff, "[vdso]");  // remapped over, later
+  sym.finish();
+
+  struct Case {
+    uint32_t pid;
+    uint64_t time;
+    FrameKind kind;
+    Unknown unknown;
+  };
+  const Case cases[] = {
+      {1000, 5, FrameKind::kUser, Unknown::kNone},
+      {2000, 40, FrameKind::kUnknown, Unknown::kNoMap},   // before the fork
+      {2000, 60, FrameKind::kUser, Unknown::kNone},       // copied at fork
+      {2000, 100, FrameKind::kUnknown, Unknown::kNoMap},  // exec at 100
+      {3000, 60, FrameKind::kUnknown, Unknown::kNoMap},
+      {4000, 60, FrameKind::kUnknown, Unknown::kNoProcess},
+      {1000, 199, FrameKind::kUser, Unknown::kNone},
+      {1000, 200, FrameKind::kUnknown, Unknown::kNoFile},  // the newer map wins from its time
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(::testing::Message() << "pid " << c.pid << " t " << c.time);
+    Frame fr = sym.lookup(c.pid, target_ + 4, c.time, false);
+    EXPECT_EQ(fr.kind, c.kind);
+    EXPECT_EQ(fr.unknown, c.unknown);
+    if (c.kind == FrameKind::kUser) {
+      EXPECT_EQ(fr.symbol, "bpfprof_symbols_test_target");
+      EXPECT_EQ(fr.symbol_start, target_);
+      EXPECT_EQ(fr.dso, self_.path);
+    }
+  }
+  EXPECT_EQ(sym.lookup(1000, self_.end + 0x100000000ull, 5, false).unknown, Unknown::kNoMap);
+}
+
+TEST_F(ProcessMapsTest, BuildIdMismatchAndSymfs) {
+  auto elf = ElfSymbols::load(self_.path);
+  ASSERT_TRUE(elf.ok()) << elf.error().to_string();
+  const std::vector<uint8_t> real = (*elf)->build_id();
+  if (real.empty()) GTEST_SKIP() << "test binary was linked without a build id";
+  auto mmap2_with_build_id = [&](uint32_t pid, const std::vector<uint8_t>& id) {
+    testing::RecordWriter w(perf::kRecordMmap2, perf::kMiscUser | perf::kMiscMmapBuildId);
+    w.u32(pid).u32(pid).u64(self_.start).u64(self_.end - self_.start).u64(self_.pgoff);
+    w.u8(static_cast<uint8_t>(id.size())).u8(0).u16(0);
+    for (size_t i = 0; i < 20; ++i) w.u8(i < id.size() ? id[i] : 0);
+    w.u32(5).u32(0).padded_string(self_.path);
+    return w.bytes(testing::sample_id_trailer(test::kSampleType, test::Feeder::at(0))).finish();
+  };
+  std::vector<uint8_t> wrong = real;
+  wrong[0] ^= 0xff;
+  Symbolizer sym(features_, {});
+  test::Feeder f(sym);
+  f.feed(mmap2_with_build_id(1, real));
+  f.feed(mmap2_with_build_id(2, wrong));
+  sym.finish();
+  Frame ok = sym.lookup(1, target_, 5, false);
+  EXPECT_EQ(ok.symbol, "bpfprof_symbols_test_target");
+  Frame bad = sym.lookup(2, target_, 5, false);
+  EXPECT_EQ(bad.kind, FrameKind::kUnknown);
+  EXPECT_EQ(bad.unknown, Unknown::kNoElf);
+  EXPECT_EQ(bad.dso, self_.path);
+
+  Symbolizer::Options o;
+  o.symfs = "/nonexistent-symfs";
+  Symbolizer moved(features_, o);
+  test::Feeder g(moved);
+  g.mmap2(0, 1, self_.start, self_.end - self_.start, self_.pgoff, self_.path);
+  moved.finish();
+  EXPECT_EQ(moved.lookup(1, target_, 5, false).unknown, Unknown::kNoElf);
+}
+
+TEST_F(ProcessMapsTest, FilelessMappings) {
+  EXPECT_TRUE(is_fileless_mapping("[vdso]"));
+  EXPECT_TRUE(is_fileless_mapping("[heap]"));
+  EXPECT_TRUE(is_fileless_mapping("//anon"));
+  EXPECT_TRUE(is_fileless_mapping("/memfd:jit (deleted)"));
+  EXPECT_FALSE(is_fileless_mapping("/usr/lib/libc.so.6"));
+}
+
+TEST(CommTest, LatestAtOrBeforeTime) {
+  perfdata::Features features;
+  Symbolizer sym(features, {});
+  test::Feeder f(sym);
+  f.comm(0, 10, 10, "bash");
+  f.comm(100, 10, 10, "ls", /*exec=*/true);
+  f.fork(150, 10, 10, 11, 10);  // a thread inherits the name
+  f.comm(300, 10, 11, "worker");
+  sym.finish();
+  EXPECT_EQ(sym.comm(10, 10, 0), "bash");
+  EXPECT_EQ(sym.comm(10, 10, 99), "bash");
+  EXPECT_EQ(sym.comm(10, 10, 100), "ls");
+  EXPECT_EQ(sym.comm(10, 11, 160), "ls");
+  EXPECT_EQ(sym.comm(10, 11, 300), "worker");
+  EXPECT_EQ(sym.comm(10, 12, 300), "ls") << "unknown thread: the process's name";
+  EXPECT_EQ(sym.comm(99, 99, 300), "");
+}
+
+}  // namespace
+}  // namespace bpfprof::symbols
