@@ -12,6 +12,8 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "symbols/elf_symbols.h"
 #include "symbols/test_support.h"
@@ -140,6 +142,28 @@ TEST_F(ProcessMapsTest, BuildIdMismatchAndSymfs) {
   g.mmap2(0, 1, self_.start, self_.end - self_.start, self_.pgoff, self_.path);
   moved.finish();
   EXPECT_EQ(moved.lookup(1, target_, 5, false).unknown, Unknown::kNoElf);
+}
+
+// Pass 2 is parallel: the first lookups race on the lazy ELF load.
+TEST_F(ProcessMapsTest, ParallelLookupsShareOneLazyLoad) {
+  Symbolizer sym(features_, {});
+  test::Feeder f(sym);
+  for (uint32_t pid = 1; pid <= 8; ++pid) {
+    f.mmap2(0, pid, self_.start, self_.end - self_.start, self_.pgoff, self_.path);
+  }
+  sym.finish();
+  std::vector<std::thread> threads;
+  std::vector<int> resolved(8, 0);
+  for (uint32_t i = 0; i < 8; ++i) {
+    threads.emplace_back([&, i] {
+      for (int n = 0; n < 1000; ++n) {
+        Frame fr = sym.lookup(i + 1, target_ + (n % 4), n, false);  // the function is 5 bytes
+        resolved[i] += fr.symbol == "bpfprof_symbols_test_target";
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (int r : resolved) EXPECT_EQ(r, 1000);
 }
 
 TEST_F(ProcessMapsTest, FilelessMappings) {
