@@ -8,7 +8,9 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
+#include <cxxabi.h>
 
 #include "base/unique_fd.h"
 
@@ -51,9 +53,30 @@ bool is_function(const GElf_Sym& s) {
   return (type == STT_FUNC || type == STT_GNU_IFUNC) && s.st_shndx != SHN_UNDEF && s.st_value != 0;
 }
 
+struct OpenElf {
+  UniqueFd fd;
+  ElfPtr elf;
+};
+
+// <root>/usr/lib/debug/.build-id/ab/cdef....debug, if present and an ELF file.
+std::optional<OpenElf> open_debug_file(const std::string& root, const std::vector<uint8_t>& id) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string hex;
+  for (uint8_t b : id) {
+    hex.push_back(kHex[b >> 4]);
+    hex.push_back(kHex[b & 15]);
+  }
+  const std::string path = root + "/usr/lib/debug/.build-id/" + hex.substr(0, 2) + "/" + hex.substr(2) + ".debug";
+  OpenElf o{UniqueFd(::open(path.c_str(), O_RDONLY | O_CLOEXEC)), nullptr};
+  if (!o.fd.valid()) return std::nullopt;
+  o.elf.reset(elf_begin(o.fd.get(), ELF_C_READ_MMAP, nullptr));
+  if (!o.elf || elf_kind(o.elf.get()) != ELF_K_ELF) return std::nullopt;
+  return o;
+}
+
 }  // namespace
 
-Result<std::unique_ptr<ElfSymbols>> ElfSymbols::load(const std::string& path) {
+Result<std::unique_ptr<ElfSymbols>> ElfSymbols::load(const std::string& path, const std::string& debug_root) {
   if (elf_version(EV_CURRENT) == EV_NONE) return make_error(Errc::kInternal, "libelf version");
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (!fd.valid()) return make_sys_error("open " + path, errno);
@@ -61,6 +84,7 @@ Result<std::unique_ptr<ElfSymbols>> ElfSymbols::load(const std::string& path) {
   if (!elf || elf_kind(elf.get()) != ELF_K_ELF) return elf_error(path, "not an ELF file");
 
   auto out = std::make_unique<ElfSymbols>();
+  std::vector<Raw> raw;
   out->build_id_ = read_build_id(elf.get());
 
   size_t nph = 0;
@@ -72,35 +96,12 @@ Result<std::unique_ptr<ElfSymbols>> ElfSymbols::load(const std::string& path) {
     }
   }
 
-  // .symtab when the file has one (not stripped), else .dynsym.
-  Elf_Scn* chosen = nullptr;
-  GElf_Shdr chosen_sh{};
-  for (Elf_Scn* scn = elf_nextscn(elf.get(), nullptr); scn; scn = elf_nextscn(elf.get(), scn)) {
-    GElf_Shdr sh;
-    if (!gelf_getshdr(scn, &sh)) continue;
-    if (sh.sh_type == SHT_SYMTAB || (sh.sh_type == SHT_DYNSYM && !chosen)) {
-      chosen = scn;
-      chosen_sh = sh;
-    }
-  }
-  struct Raw {
-    uint64_t addr, size;
-    size_t name_off, name_len;
-    bool global;
-  };
-  std::vector<Raw> raw;
-  if (chosen) {
-    Elf_Data* data = elf_getdata(chosen, nullptr);
-    const size_t n = data && chosen_sh.sh_entsize ? chosen_sh.sh_size / chosen_sh.sh_entsize : 0;
-    for (size_t i = 0; i < n; ++i) {
-      GElf_Sym s;
-      if (!gelf_getsym(data, static_cast<int>(i), &s) || !is_function(s)) continue;
-      const char* name = elf_strptr(elf.get(), chosen_sh.sh_link, s.st_name);
-      if (!name || !*name) continue;
-      const size_t len = std::strlen(name);
-      raw.push_back({s.st_value, s.st_size, out->names_.size(), len, GELF_ST_BIND(s.st_info) != STB_LOCAL});
-      out->names_.append(name, len);
-      out->names_.push_back('\0');
+  bool have_symtab = out->read_symbols(elf.get(), raw);
+  // A stripped file: its separate debug file (same addresses) has .symtab.
+  if (!have_symtab && !out->build_id_.empty()) {
+    if (auto debug = open_debug_file(debug_root, out->build_id_)) {
+      std::vector<Raw> from_debug;
+      if (out->read_symbols(debug->elf.get(), from_debug)) raw = std::move(from_debug);
     }
   }
   // Aliases at one address: sized before unsized, global before local.
@@ -116,6 +117,40 @@ Result<std::unique_ptr<ElfSymbols>> ElfSymbols::load(const std::string& path) {
     out->symbols_.push_back({r.addr, r.size, std::string_view(out->names_).substr(r.name_off, r.name_len)});
   }
   return out;
+}
+
+bool ElfSymbols::read_symbols(Elf* elf, std::vector<Raw>& raw) {
+  // .symtab when the file has one (not stripped), else .dynsym.
+  Elf_Scn* chosen = nullptr;
+  GElf_Shdr chosen_sh{};
+  for (Elf_Scn* scn = elf_nextscn(elf, nullptr); scn; scn = elf_nextscn(elf, scn)) {
+    GElf_Shdr sh;
+    if (!gelf_getshdr(scn, &sh)) continue;
+    if (sh.sh_type == SHT_SYMTAB || (sh.sh_type == SHT_DYNSYM && !chosen)) {
+      chosen = scn;
+      chosen_sh = sh;
+    }
+  }
+  if (!chosen) return false;
+  Elf_Data* data = elf_getdata(chosen, nullptr);
+  const size_t n = data && chosen_sh.sh_entsize ? chosen_sh.sh_size / chosen_sh.sh_entsize : 0;
+  for (size_t i = 0; i < n; ++i) {
+    GElf_Sym sym;
+    if (!gelf_getsym(data, static_cast<int>(i), &sym) || !is_function(sym)) continue;
+    const char* name = elf_strptr(elf, chosen_sh.sh_link, sym.st_name);
+    if (!name || !*name) continue;
+    // Demangled once here, so lookups hand out views with no work.
+    int status = -1;
+    std::unique_ptr<char, void (*)(void*)> demangled(
+        name[0] == '_' && name[1] == 'Z' ? abi::__cxa_demangle(name, nullptr, nullptr, &status) : nullptr,
+        std::free);
+    const char* shown = status == 0 && demangled ? demangled.get() : name;
+    const size_t len = std::strlen(shown);
+    raw.push_back({sym.st_value, sym.st_size, names_.size(), len, GELF_ST_BIND(sym.st_info) != STB_LOCAL});
+    names_.append(shown, len);
+    names_.push_back('\0');
+  }
+  return chosen_sh.sh_type == SHT_SYMTAB;
 }
 
 std::optional<uint64_t> ElfSymbols::offset_to_vaddr(uint64_t offset) const {
@@ -140,6 +175,7 @@ uint32_t ElfCache::slot(std::string_view path) {
   if (auto it = index_.find(key); it != index_.end()) return it->second;
   auto s = std::make_unique<Slot>();
   s->path = symfs_ + key;
+  s->debug_root = symfs_;
   slots_.push_back(std::move(s));
   const auto i = static_cast<uint32_t>(slots_.size() - 1);
   index_.emplace(std::move(key), i);
@@ -151,7 +187,7 @@ const ElfSymbols* ElfCache::get(uint32_t slot) const {
   const Slot& s = *slots_[slot];
   // After the first call this is one acquire load: no lock on the hot path.
   std::call_once(s.once, [&s] {
-    auto loaded = ElfSymbols::load(s.path);
+    auto loaded = ElfSymbols::load(s.path, s.debug_root);
     if (loaded.ok()) s.elf = std::move(loaded).value();
   });
   return s.elf.get();

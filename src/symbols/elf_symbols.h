@@ -16,6 +16,8 @@
 
 #include "base/error.h"
 
+typedef struct Elf Elf;  // libelf's handle, kept out of this header
+
 namespace bpfprof::symbols {
 
 class ElfSymbols {
@@ -26,7 +28,11 @@ class ElfSymbols {
     std::string_view name;
   };
 
-  static Result<std::unique_ptr<ElfSymbols>> load(const std::string& path);
+  // Symbols of `path`; if it has no .symtab but a build id, they come from
+  // <debug_root>/usr/lib/debug/.build-id/xx/yyyy.debug when that exists.
+  // C++ names are demangled.
+  static Result<std::unique_ptr<ElfSymbols>> load(const std::string& path,
+                                                   const std::string& debug_root = "");
 
   const std::vector<uint8_t>& build_id() const { return build_id_; }
   // File offset -> link-time virtual address, through the PT_LOAD that holds it.
@@ -36,6 +42,14 @@ class ElfSymbols {
   size_t size() const { return symbols_.size(); }
 
  private:
+  struct Raw {
+    uint64_t addr, size;
+    size_t name_off, name_len;
+    bool global;
+  };
+  // Appends the function symbols of .symtab (else .dynsym); true if .symtab.
+  bool read_symbols(Elf* elf, std::vector<Raw>& raw);
+
   struct Segment {
     uint64_t offset = 0, filesz = 0, vaddr = 0;
   };
@@ -59,6 +73,7 @@ class ElfCache {
  private:
   struct Slot {
     std::string path;
+    std::string debug_root;
     mutable std::once_flag once;
     mutable std::unique_ptr<ElfSymbols> elf;
   };

@@ -166,6 +166,17 @@ TEST_F(ProcessMapsTest, ParallelLookupsShareOneLazyLoad) {
   for (int r : resolved) EXPECT_EQ(r, 1000);
 }
 
+TEST_F(ProcessMapsTest, CppNamesDemangled) {
+  Symbolizer sym(features_, {});
+  test::Feeder f(sym);
+  f.mmap2(0, 1, self_.start, self_.end - self_.start, self_.pgoff, self_.path);
+  sym.finish();
+  const auto fn = reinterpret_cast<uint64_t>(&is_fileless_mapping);
+  if (fn < self_.start || fn >= self_.end) GTEST_SKIP() << "function outside the mapped text";
+  Frame fr = sym.lookup(1, fn, 0, false);
+  EXPECT_TRUE(fr.symbol.starts_with("bpfprof::symbols::is_fileless_mapping(")) << fr.symbol;
+}
+
 TEST_F(ProcessMapsTest, FilelessMappings) {
   EXPECT_TRUE(is_fileless_mapping("[vdso]"));
   EXPECT_TRUE(is_fileless_mapping("[heap]"));
