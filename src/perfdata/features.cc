@@ -121,6 +121,13 @@ std::map<int, std::vector<std::byte>> encode_features(const Features& f,
     append_pod(s, *f.clockid_res_ns);
     out[kFeatClockId] = std::move(s);
   }
+  if (f.compression) {
+    std::vector<std::byte> s;
+    const Compression& c = *f.compression;
+    for (uint32_t v : {c.version, c.type, c.level, c.ratio, c.mmap_len}) append_pod(s, v);
+    out[kFeatCompressed] = std::move(s);
+  }
+  if (f.kallsyms) out[kFeatBpfprofKallsyms] = encode_kallsyms(*f.kallsyms);
   if (!f.bpf_prog_info.empty()) out[kFeatBpfProgInfo] = encode_bpf_prog_info(f.bpf_prog_info);
   if (!f.bpf_btf.empty()) out[kFeatBpfBtf] = encode_bpf_btf(f.bpf_btf);
   // Raw sections fill only numbers the typed fields did not claim.
@@ -180,6 +187,21 @@ Status decode_feature(int feat, Bytes payload, uint64_t base, Features& out,
     }
     case kFeatBpfBtf: {
       BPFPROF_ASSIGN_OR_RETURN(out.bpf_btf, decode_bpf_btf(payload, base));
+      return ok_status();
+    }
+    case kFeatCompressed: {
+      ByteCursor c(payload, base);
+      Compression z;
+      BPFPROF_ASSIGN_OR_RETURN(z.version, c.u32("COMPRESSED version"));
+      BPFPROF_ASSIGN_OR_RETURN(z.type, c.u32("COMPRESSED type"));
+      BPFPROF_ASSIGN_OR_RETURN(z.level, c.u32("COMPRESSED level"));
+      BPFPROF_ASSIGN_OR_RETURN(z.ratio, c.u32("COMPRESSED ratio"));
+      BPFPROF_ASSIGN_OR_RETURN(z.mmap_len, c.u32("COMPRESSED mmap_len"));
+      out.compression = z;
+      return ok_status();
+    }
+    case kFeatBpfprofKallsyms: {
+      BPFPROF_ASSIGN_OR_RETURN(out.kallsyms, decode_kallsyms(payload, base));
       return ok_status();
     }
     default:

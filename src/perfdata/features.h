@@ -41,6 +41,15 @@ enum Feature : int {
   kFeatBpfprofKallsyms = 250,
 };
 
+// HEADER_COMPRESSED (27), written by `perf record -z`.
+struct Compression {
+  uint32_t version = 0;
+  uint32_t type = 0;      // 1 = zstd
+  uint32_t level = 0;
+  uint32_t ratio = 0;
+  uint32_t mmap_len = 0;  // bound on what one COMPRESSED record decompresses to
+};
+
 // What a file says about where and how it was recorded. Optional parts are
 // written only when set.
 struct Features {
@@ -55,6 +64,7 @@ struct Features {
   // recording started ("addr type name [module]" lines), so a report on another
   // machine or after a reboot names kernel code the same (stored zstd-compressed).
   std::optional<std::string> kallsyms;
+  std::optional<Compression> compression;      // COMPRESSED
   // EVENT_DESC is derived from the attrs by the writer.
   // Sections bpfprof does not interpret (reader: kept raw by number).
   std::map<int, std::vector<std::byte>> other;
@@ -72,6 +82,12 @@ Result<std::vector<bpf::ProgInfo>> decode_bpf_prog_info(Bytes section, uint64_t 
 // BPF_BTF: u32 count, then per blob u32 id, u32 size, bytes.
 std::vector<std::byte> encode_bpf_btf(const std::vector<bpf::BtfBlob>& blobs);
 Result<std::vector<bpf::BtfBlob>> decode_bpf_btf(Bytes section, uint64_t base_offset);
+
+// bpfprof's kallsyms snapshot (feature 250): u32 version (1), u32 compression
+// (0 = none, 1 = zstd), u64 raw_size, then the (compressed) text. The decoder
+// refuses a raw_size above 256 MiB and output that does not match raw_size.
+std::vector<std::byte> encode_kallsyms(const std::string& text);
+Result<std::string> decode_kallsyms(Bytes section, uint64_t base_offset);
 
 // Fills hostname/osrelease/arch (uname), nr cpus, version, clockid resolution.
 Features host_features();

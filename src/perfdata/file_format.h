@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// On-disk structures shared by the perf.data reader and writer (file mode):
-// the 104-byte file header, sections, and the feature codec the two use.
+// On-disk structures shared by the perf.data reader and writer: the 104-byte
+// file header, sections, the user record types only files carry, and the
+// feature codec the two use.
 // Layout facts: shared perf-data-format.md sections 1-3 and 8; the kernel
 // source that writes them is tools/perf/util/header.c (perf_session__write_header).
 #pragma once
@@ -26,6 +27,30 @@ inline constexpr uint64_t kPipeHeaderSize = 16;
 // One attr-section entry: the attr as written plus its ids section.
 inline constexpr uint64_t kAttrEntrySize = perf::kAttrSizeWritten + 16;
 inline constexpr int kFeatureBits = 256;
+
+// perf-synthesized record types the reader handles beyond perf/abi.h's.
+inline constexpr uint32_t kRecordHeaderTracingData = 66;  // payload follows the record
+inline constexpr uint32_t kRecordAuxtrace = 71;           // payload follows the record
+inline constexpr uint32_t kRecordEventUpdate = 78;
+inline constexpr uint64_t kEventUpdateName = 2;
+inline constexpr uint32_t kCompZstd = 1;  // HEADER_COMPRESSED comp_type
+
+// Record types perf 6.1 defines: kernel 1..21, perf's own 64..82. Others are
+// counted and skipped by the reader.
+inline bool known_record_type(uint32_t type) {
+  return (type >= perf::kRecordMmap && type <= perf::kRecordAuxOutputHwId) ||
+         (type >= perf::kRecordHeaderAttr && type < perf::kRecordUserTypeLimit61);
+}
+
+// Bytes that follow a record outside its header.size (AUXTRACE data,
+// HEADER_TRACING_DATA blob); 0 for every other type.
+inline uint64_t trailing_payload(uint32_t type, Bytes record) {
+  if (type == kRecordAuxtrace && record.size() >= 16)
+    return load_unaligned<uint64_t>(record.data() + 8);
+  if (type == kRecordHeaderTracingData && record.size() >= 12)
+    return load_unaligned<uint32_t>(record.data() + 8);
+  return 0;
+}
 
 struct FileSection {
   uint64_t offset = 0;

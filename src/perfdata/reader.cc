@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-// FileReader: parses a mapped perf.data file (file mode). Structure errors
-// (header, attrs, ids, data bounds, feature table) fail the open; a feature
-// payload that does not decode is kept as a soft error so the records stay
-// readable. Layout: perf-data-format.md sections 1-3 and 8.
+// FileReader: opening (mmap, or stdin read whole), the file-mode header,
+// attrs and feature table. Structure errors (header, attrs, ids, data bounds,
+// feature table) fail the open; a feature payload that does not decode is kept
+// as a soft error so the records stay readable. Pipe mode is in pipe.cc, the
+// record walk in record_walk.cc. Layout: perf-data-format.md sections 1-3, 8.
 #include "perfdata/reader.h"
 
 #include <fcntl.h>
@@ -10,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <bit>
 #include <cerrno>
 #include <cstring>
@@ -22,9 +24,6 @@ namespace {
 
 constexpr uint64_t kOldHeaderSize = 72;  // before adds_features: no features
 constexpr uint64_t kAttrSizeVer0 = 64;
-// Types whose payload continues past header.size (perf-data-format.md 6).
-constexpr uint32_t kRecordHeaderTracingData = 66;
-constexpr uint32_t kRecordAuxtrace = 71;
 
 // [offset, offset + size) lies inside a file of `file_size` bytes.
 bool in_file(uint64_t offset, uint64_t size, uint64_t file_size) {
@@ -39,22 +38,52 @@ Error section_error(uint64_t at, const std::string& what, const FileSection& s,
                            std::to_string(file_size));
 }
 
+// Reads all of `fd` (stdin, a pipe, a FIFO) into memory.
+Result<std::shared_ptr<std::vector<std::byte>>> read_all(int fd, const std::string& path) {
+  auto out = std::make_shared<std::vector<std::byte>>();
+  size_t used = 0;
+  for (;;) {
+    if (out->size() - used < (1u << 20)) out->resize(std::max<size_t>(out->size() * 2, 4u << 20));
+    ssize_t n = ::read(fd, out->data() + used, out->size() - used);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return make_sys_error("reading " + path, errno);
+    }
+    if (n == 0) break;
+    used += static_cast<size_t>(n);
+  }
+  out->resize(used);
+  out->shrink_to_fit();
+  return out;
+}
+
 }  // namespace
 
 Result<FileReader> FileReader::open(const std::string& path) {
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!fd.valid()) return make_sys_error("opening " + path, errno);
+  const bool is_stdin = path == "-";
+  UniqueFd owned(is_stdin ? -1 : ::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!is_stdin && !owned.valid()) return make_sys_error("opening " + path, errno);
+  const int fd = is_stdin ? STDIN_FILENO : owned.get();
+  const std::string name = is_stdin ? std::string("stdin") : path;
   struct stat st {};
-  if (::fstat(fd.get(), &st) != 0) return make_sys_error("stat " + path, errno);
-  const size_t len = static_cast<size_t>(st.st_size);
-  if (len == 0) return make_error_at(Errc::kTruncated, 0, path + ": empty file");
-  void* p = ::mmap(nullptr, len, PROT_READ, MAP_PRIVATE, fd.get(), 0);
-  if (p == MAP_FAILED) return make_sys_error("mapping " + path, errno);
+  if (::fstat(fd, &st) != 0) return make_sys_error("stat " + name, errno);
   FileReader r;
-  r.mapping_ = std::shared_ptr<void>(p, [len](void* q) { ::munmap(q, len); });
-  r.file_ = Bytes(static_cast<const std::byte*>(p), len);
+  if (S_ISREG(st.st_mode) && !is_stdin) {
+    const size_t len = static_cast<size_t>(st.st_size);
+    if (len == 0) return make_error_at(Errc::kTruncated, 0, name + ": empty file");
+    void* p = ::mmap(nullptr, len, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (p == MAP_FAILED) return make_sys_error("mapping " + name, errno);
+    r.mapping_ = std::shared_ptr<void>(p, [len](void* q) { ::munmap(q, len); });
+    r.file_ = Bytes(static_cast<const std::byte*>(p), len);
+  } else {
+    // A pipe cannot be mapped; the simplest correct thing is one copy.
+    BPFPROF_ASSIGN_OR_RETURN(auto bytes, read_all(fd, name));
+    if (bytes->empty()) return make_error_at(Errc::kTruncated, 0, name + ": empty input");
+    r.file_ = Bytes(bytes->data(), bytes->size());
+    r.mapping_ = std::move(bytes);
+  }
   Status s = r.parse();
-  if (!s.ok()) return std::move(s).error().with_context(path);
+  if (!s.ok()) return std::move(s).error().with_context(name);
   return r;
 }
 
@@ -68,7 +97,6 @@ Result<FileReader> FileReader::from_bytes(Bytes data) {
 bool FileReader::has_feature(int feat) const { return feature_bit(features_bitmap_, feat); }
 
 Status FileReader::parse() {
-  const uint64_t file_size = file_.size();
   ByteCursor c(file_);
   BPFPROF_ASSIGN_OR_RETURN(uint64_t magic, c.u64("magic"));
   if (magic == kMagicSwapped)
@@ -79,14 +107,20 @@ Status FileReader::parse() {
     return make_error_at(Errc::kBadMagic, 0, "not a perf.data file");
   }
   BPFPROF_ASSIGN_OR_RETURN(uint64_t header_size, c.u64("header size"));
-  if (header_size == kPipeHeaderSize)
-    return make_error_at(Errc::kUnsupported, 8, "pipe-mode perf.data not supported");
+  // perf checks for the pipe header first, even on regular files.
+  if (header_size == kPipeHeaderSize) return parse_pipe();
   if (header_size != kFileHeaderSize && header_size != kOldHeaderSize)
     return make_error_at(Errc::kBadRecord, 8,
                          "header size " + std::to_string(header_size) + " is not 104");
+  return parse_file();
+}
+
+Status FileReader::parse_file() {
+  const uint64_t file_size = file_.size();
+  const uint64_t header_size = load_unaligned<uint64_t>(file_.data() + 8);
   FileHeader h;
   BPFPROF_ASSIGN_OR_RETURN(Bytes hb, ByteCursor(file_).bytes(header_size, "file header"));
-  std::memcpy(&h, hb.data(), header_size);
+  std::memcpy(&h, hb.data(), std::min<size_t>(header_size, sizeof h));
   if (header_size == kOldHeaderSize) std::memset(h.adds_features, 0, sizeof h.adds_features);
   std::memcpy(features_bitmap_, h.adds_features, sizeof features_bitmap_);
 
@@ -107,25 +141,16 @@ Status FileReader::parse() {
       return make_error_at(Errc::kBadRecord, at + 4,
                            "attr.size " + std::to_string(attr_bytes) + " does not fit attr_size " +
                                std::to_string(h.attr_size));
-    FileAttr fa;
+    perf_event_attr attr{};
     // Newer writers' larger attrs: keep the fields we know, the rest is zero.
-    std::memcpy(&fa.attr, entry.data(), std::min<size_t>(attr_bytes, sizeof fa.attr));
+    std::memcpy(&attr, entry.data(), std::min<size_t>(attr_bytes, sizeof attr));
     const auto ids = load_unaligned<FileSection>(entry.data() + max_attr_bytes);
     if (!in_file(ids.offset, ids.size, file_size))
       return section_error(at + max_attr_bytes, "ids", ids, file_size);
-    for (uint64_t k = 0; k < ids.size / 8; ++k) {
-      uint64_t id = load_unaligned<uint64_t>(file_.data() + ids.offset + 8 * k);
-      fa.ids.push_back(id);
-      attr_by_id_.emplace(id, attrs_.size());
-    }
-    auto layout = perf::SampleLayout::from_attr(fa.attr);
-    if (!layout.ok()) {
-      Error e = std::move(layout).error().with_context("attr " + std::to_string(i));
-      e.offset = at;
-      return e;
-    }
-    fa.layout = std::move(layout).value();
-    attrs_.push_back(std::move(fa));
+    std::vector<uint64_t> id_list(ids.size / 8);
+    for (uint64_t k = 0; k < id_list.size(); ++k)
+      id_list[k] = load_unaligned<uint64_t>(file_.data() + ids.offset + 8 * k);
+    BPFPROF_TRY(add_attr(attr, std::move(id_list), at));
   }
 
   // Data; a header never finalised (data.size 0, no features) means the
@@ -163,14 +188,36 @@ Status FileReader::parse() {
                                               "feature " + std::to_string(feat), s, file_size));
       continue;
     }
-    Status st = decode_feature(feat, file_.subspan(s.offset, s.size), s.offset, features_,
-                               event_names);
-    if (!st.ok()) feature_errors_.push_back(std::move(st).error());
+    decode_one_feature(feat, file_.subspan(s.offset, s.size), s.offset, event_names);
   }
   // EVENT_DESC names go to the attrs by position (perf does the same).
   for (size_t i = 0; i < event_names.size() && i < attrs_.size(); ++i)
     attrs_[i].name = std::move(event_names[i]);
   return ok_status();
+}
+
+Status FileReader::add_attr(const perf_event_attr& attr, std::vector<uint64_t> ids, uint64_t at) {
+  FileAttr fa;
+  fa.attr = attr;
+  auto layout = perf::SampleLayout::from_attr(fa.attr);
+  if (!layout.ok()) {
+    Error e = std::move(layout).error().with_context("attr " + std::to_string(attrs_.size()));
+    e.offset = at;
+    return e;
+  }
+  fa.layout = std::move(layout).value();
+  for (uint64_t id : ids) attr_by_id_.emplace(id, attrs_.size());
+  fa.ids = std::move(ids);
+  attrs_.push_back(std::move(fa));
+  return ok_status();
+}
+
+void FileReader::decode_one_feature(int feat, Bytes payload, uint64_t at,
+                                    std::vector<std::string>& event_names) {
+  // perf 6.1 numbers end below kFeatLast61; ours sit far above.
+  if (feat >= kFeatLast61 && feat != kFeatBpfprofKallsyms) stats_.unknown_features++;
+  Status st = decode_feature(feat, payload, at, features_, event_names);
+  if (!st.ok()) feature_errors_.push_back(std::move(st).error());
 }
 
 const FileAttr* FileReader::attr_for(const perf::RecordView& r) const {
@@ -181,35 +228,6 @@ const FileAttr* FileReader::attr_for(const perf::RecordView& r) const {
   if (!id || *id == 0) return &attrs_[0];
   auto it = attr_by_id_.find(*id);
   return it == attr_by_id_.end() ? nullptr : &attrs_[it->second];
-}
-
-Status FileReader::for_each_record(
-    const std::function<void(const perf::RecordView&, uint64_t)>& fn) const {
-  const Bytes data = file_.subspan(data_offset_, data_size_);
-  size_t pos = 0;
-  while (pos < data.size()) {
-    auto r = perf::record_at(data, pos, data_offset_);
-    if (!r.ok()) {
-      // A killed recorder may leave half a record at the end of the file.
-      if (truncated_header_ && r.error().code == Errc::kTruncated) return ok_status();
-      return std::move(r).error();
-    }
-    fn(*r, data_offset_ + pos);
-    uint64_t extra = 0;
-    if (r->header.type == kRecordAuxtrace && r->bytes.size() >= 16)
-      extra = load_unaligned<uint64_t>(r->bytes.data() + 8);
-    else if (r->header.type == kRecordHeaderTracingData && r->bytes.size() >= 12)
-      extra = load_unaligned<uint32_t>(r->bytes.data() + 8);
-    pos += r->header.size;
-    if (extra > data.size() - pos) {
-      if (truncated_header_) return ok_status();
-      return make_error_at(Errc::kTruncated, data_offset_ + pos,
-                           "payload of " + std::to_string(extra) +
-                               " bytes after the record exceeds the data section");
-    }
-    pos += static_cast<size_t>(extra);
-  }
-  return ok_status();
 }
 
 }  // namespace bpfprof::perfdata

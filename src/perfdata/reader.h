@@ -1,11 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
-// perf.data reader, file mode: header, attrs with ids, data section records in
-// file order (views into the mapped file), feature sections. Every offset and
-// length is checked against the file; errors carry the byte offset.
+// perf.data reader: file mode (header, attrs with ids, data section, feature
+// sections) and pipe mode (`perf record -o -`: attrs and features arrive as
+// HEADER_ATTR / HEADER_FEATURE records), with zstd-compressed records (`perf
+// record -z`) decompressed on the fly. Every offset and length is checked
+// against the input; errors carry the byte offset. Layouts: shared
+// perf-data-format.md sections 1-3, 6, 6.1, 8 and 9.
 #pragma once
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -21,21 +25,40 @@ namespace bpfprof::perfdata {
 struct FileAttr {
   perf_event_attr attr{};   // as much as the file had, the rest zero
   std::vector<uint64_t> ids;
-  std::string name;         // from EVENT_DESC, else empty
+  std::string name;         // from EVENT_DESC (or pipe-mode EVENT_UPDATE), else empty
   perf::SampleLayout layout;
+};
+
+// Soft problems: counted, never fatal (DESIGN rule 3). Record counts describe
+// the last for_each_record walk; feature counts are fixed at open.
+struct ReaderStats {
+  std::map<uint32_t, uint64_t> unknown_record_types;  // type -> records skipped
+  uint64_t unknown_features = 0;  // sections with a number neither perf 6.1 nor bpfprof defines
+  // Records not passed to the callback: unknown types, and COMPRESSED records
+  // nested inside decompressed data (perf never writes those).
+  uint64_t records_skipped = 0;
+  uint64_t compressed_records = 0;  // COMPRESSED records decompressed
+  uint64_t decompressed_bytes = 0;
 };
 
 class FileReader {
  public:
-  // Maps the file read-only.
+  // Maps a regular file read-only; "-" (stdin) and non-regular files (pipes)
+  // are read whole into memory. A stream that starts with the 16-byte pipe
+  // header is read in pipe mode even when it is a regular file, as perf does.
   static Result<FileReader> open(const std::string& path);
   // Reads from caller-owned bytes (tests, fuzzing); `data` must outlive the reader.
   static Result<FileReader> from_bytes(Bytes data);
 
+  // Pipe mode: from HEADER_ATTR records, in stream order.
   const std::vector<FileAttr>& attrs() const { return attrs_; }
+  // Pipe mode: from HEADER_FEATURE records.
   const Features& features() const { return features_; }
-  // Feature bits set in the header.
+  // Feature bits set in the header (pipe mode: features that arrived).
   bool has_feature(int feat) const;
+  bool pipe_mode() const { return pipe_mode_; }
+  // Where the records start and how many bytes they span (pipe mode: the
+  // whole stream after the 16-byte header).
   uint64_t data_offset() const { return data_offset_; }
   uint64_t data_size() const { return data_size_; }
   // The header said data.size == 0 but bytes follow data.offset: the recording
@@ -45,21 +68,35 @@ class FileReader {
   // Feature sections that were present but could not be decoded (the file is
   // still usable; each error names the section's byte offset).
   const std::vector<Error>& feature_errors() const { return feature_errors_; }
+  const ReaderStats& stats() const { return stats_; }
 
   // The attr a record belongs to: by id (trailer or sample), id 0 or a single
   // attr -> the first. nullptr if the id is unknown.
   const FileAttr* attr_for(const perf::RecordView& r) const;
 
-  // Calls fn(record, file_offset) for every record of the data section in file
-  // order. Stops at the first malformed record with an error naming its offset.
+  // Calls fn(record, file_offset) for every record in file order, except the
+  // pipe-mode header records (HEADER_ATTR, HEADER_FEATURE) and records of
+  // unknown types (counted in stats()). A COMPRESSED record is replaced by the
+  // records its payload decompresses to; their bytes live in a buffer that is
+  // valid only during the callback (copy what you keep), and their offset (and
+  // file_offset) is that of the COMPRESSED record where they start. Stops at
+  // the first malformed record with an error naming its offset. Not
+  // thread-safe (it updates stats()).
   Status for_each_record(const std::function<void(const perf::RecordView&, uint64_t)>& fn) const;
 
  private:
+  friend class RecordWalker;
   FileReader() = default;
   Status parse();
+  Status parse_file();
+  Status parse_pipe();
+  Status add_attr(const perf_event_attr& attr, std::vector<uint64_t> ids, uint64_t at);
+  void decode_one_feature(int feat, Bytes payload, uint64_t at,
+                          std::vector<std::string>& event_names);
 
-  std::shared_ptr<void> mapping_;  // keeps the mmap alive
+  std::shared_ptr<void> mapping_;  // keeps the mmap or the stdin copy alive
   Bytes file_;
+  bool pipe_mode_ = false;
   std::vector<FileAttr> attrs_;
   uint64_t features_bitmap_[4] = {};
   uint64_t data_offset_ = 0, data_size_ = 0;
@@ -67,6 +104,7 @@ class FileReader {
   bool truncated_header_ = false;
   std::vector<Error> feature_errors_;
   std::unordered_map<uint64_t, size_t> attr_by_id_;  // id -> index in attrs_
+  mutable ReaderStats stats_;
 };
 
 }  // namespace bpfprof::perfdata

@@ -240,11 +240,13 @@ TEST(ReaderRefusesTest, ForeignAndUnsupportedHeaders) {
   EXPECT_EQ(r.error().code, Errc::kUnsupported);
   EXPECT_EQ(r.error().message, "big-endian perf.data not supported");
 
+  // A pipe header followed by zeros: a record of size 0 right after it.
   put(0, kMagic);
   put(8, kPipeHeaderSize);
   r = FileReader::from_bytes(h);
   ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.error().code, Errc::kUnsupported);
+  EXPECT_EQ(r.error().code, Errc::kBadRecord);
+  EXPECT_EQ(r.error().offset, std::optional<uint64_t>(kPipeHeaderSize));
 
   put(0, 0x1234);
   r = FileReader::from_bytes(h);

@@ -1,0 +1,205 @@
+// SPDX-License-Identifier: Apache-2.0
+// FileReader::for_each_record: the data section (or pipe stream) in file
+// order. COMPRESSED records (perf record -z, perf-data-format.md 6.1) form one
+// zstd stream per file; their output is parsed as records with a record that
+// straddles two COMPRESSED records carried over. Memory stays bounded: output
+// is produced into a fixed window, whole records are handed out, and only a
+// partial record (< 64 KiB) is kept between steps.
+#include <zstd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <memory>
+
+#include "perfdata/file_format.h"
+#include "perfdata/reader.h"
+
+namespace bpfprof::perfdata {
+
+using RecordFn = std::function<void(const perf::RecordView&, uint64_t)>;
+
+namespace {
+
+constexpr size_t kMaxRecord = 65535;
+constexpr size_t kWindow = 256 << 10;
+// Bound on one COMPRESSED record's output: perf never puts more than its
+// comp_mmap_len of ring data behind one; without the feature, a generous cap
+// that still stops a hostile stream from expanding forever.
+constexpr uint64_t kDefaultOutputLimit = 64ull << 20;
+constexpr uint64_t kMaxOutputLimit = 256ull << 20;
+
+struct DStreamFree {
+  void operator()(ZSTD_DStream* s) const { ZSTD_freeDStream(s); }
+};
+
+}  // namespace
+
+// Walks one input; the friend of FileReader that owns the zstd state.
+class RecordWalker {
+ public:
+  RecordWalker(const FileReader& reader, const RecordFn& fn) : reader_(reader), fn_(fn) {}
+
+  Status walk();
+
+ private:
+  // Hands one whole record to the callback, or counts it as skipped.
+  void deliver(const perf::RecordView& r, uint64_t at, bool nested);
+  Status decompress(const perf::RecordView& r);
+  // Hands out the whole records at the front of the window; keeps the rest.
+  Status drain_window(uint64_t at);
+  Status finish();
+
+  const FileReader& reader_;
+  const RecordFn& fn_;
+  std::unique_ptr<ZSTD_DStream, DStreamFree> zstd_;
+  std::vector<std::byte> window_;
+  size_t have_ = 0;         // bytes of the window holding output not yet handed out
+  uint64_t skip_ = 0;       // trailing payload of a decompressed record still to drop
+  uint64_t stream_pos_ = 0; // decompressed bytes handed out or dropped so far
+  uint64_t last_compressed_at_ = 0;
+};
+
+void RecordWalker::deliver(const perf::RecordView& r, uint64_t at, bool nested) {
+  ReaderStats& stats = reader_.stats_;
+  const uint32_t type = r.header.type;
+  if (type == perf::kRecordHeaderAttr || type == perf::kRecordHeaderFeature) return;
+  if (!known_record_type(type)) {
+    stats.unknown_record_types[type]++;
+    stats.records_skipped++;
+    return;
+  }
+  if (nested && type == perf::kRecordCompressed) {
+    stats.records_skipped++;
+    return;
+  }
+  fn_(r, at);
+}
+
+Status RecordWalker::walk() {
+  const FileReader& rd = reader_;
+  const Bytes data = rd.file_.subspan(rd.data_offset_, rd.data_size_);
+  size_t pos = 0;
+  while (pos < data.size()) {
+    auto r = perf::record_at(data, pos, rd.data_offset_);
+    if (!r.ok()) {
+      // A killed recorder may leave half a record at the end of the file.
+      if (rd.truncated_header_ && r.error().code == Errc::kTruncated) break;
+      return std::move(r).error();
+    }
+    if (r->header.type == perf::kRecordCompressed) {
+      BPFPROF_TRY(decompress(*r));
+    } else {
+      deliver(*r, r->offset, false);
+    }
+    pos += r->header.size;
+    const uint64_t extra = trailing_payload(r->header.type, r->bytes);
+    if (extra > data.size() - pos) {
+      if (rd.truncated_header_) break;
+      return make_error_at(Errc::kTruncated, rd.data_offset_ + pos,
+                           "payload of " + std::to_string(extra) +
+                               " bytes after the record exceeds the data section");
+    }
+    pos += static_cast<size_t>(extra);
+  }
+  return finish();
+}
+
+Status RecordWalker::decompress(const perf::RecordView& r) {
+  ReaderStats& stats = reader_.stats_;
+  const uint64_t at = r.offset;
+  const Features& f = reader_.features_;
+  if (f.compression && f.compression->type != kCompZstd) {
+    return make_error_at(Errc::kUnsupported, at,
+                         "COMPRESSED record: compression type " +
+                             std::to_string(f.compression->type) + " is not zstd");
+  }
+  uint64_t limit = kDefaultOutputLimit;
+  if (f.compression && f.compression->mmap_len != 0)
+    limit = std::clamp<uint64_t>(f.compression->mmap_len, kMaxRecord, kMaxOutputLimit);
+  if (!zstd_) {
+    zstd_.reset(ZSTD_createDStream());
+    if (!zstd_) return make_error_at(Errc::kInternal, at, "ZSTD_createDStream failed");
+    ZSTD_initDStream(zstd_.get());
+    window_.resize(kMaxRecord + kWindow);
+  }
+  stats.compressed_records++;
+  last_compressed_at_ = at;
+  ZSTD_inBuffer in{r.bytes.data() + 8, r.bytes.size() - 8, 0};
+  uint64_t produced = 0;
+  for (;;) {
+    ZSTD_outBuffer out{window_.data(), window_.size(), have_};
+    const size_t ret = ZSTD_decompressStream(zstd_.get(), &out, &in);
+    if (ZSTD_isError(ret)) {
+      return make_error_at(Errc::kBadRecord, at,
+                           std::string("COMPRESSED record: zstd: ") + ZSTD_getErrorName(ret));
+    }
+    const size_t got = out.pos - have_;
+    produced += got;
+    stats.decompressed_bytes += got;
+    if (produced > limit) {
+      return make_error_at(Errc::kBadRecord, at,
+                           "COMPRESSED record decompresses to more than " +
+                               std::to_string(limit) + " bytes");
+    }
+    have_ = out.pos;
+    const bool full = out.pos == out.size;
+    BPFPROF_TRY(drain_window(at));
+    // Done when the input is used up and zstd did not stop for lack of room.
+    if (in.pos == in.size && !full) break;
+    if (got == 0 && in.pos == in.size && have_ == window_.size()) {
+      return make_error_at(Errc::kInternal, at, "decompression window stuck");
+    }
+  }
+  return ok_status();
+}
+
+Status RecordWalker::drain_window(uint64_t at) {
+  size_t pos = 0;
+  for (;;) {
+    if (skip_ > 0) {
+      const size_t n = static_cast<size_t>(std::min<uint64_t>(skip_, have_ - pos));
+      pos += n;
+      skip_ -= n;
+      stream_pos_ += n;
+      if (skip_ > 0) break;
+    }
+    if (have_ - pos < sizeof(perf::RecordHeader)) break;
+    const auto h = load_unaligned<perf::RecordHeader>(window_.data() + pos);
+    if (h.size < sizeof(perf::RecordHeader)) {
+      return make_error_at(Errc::kBadRecord, at,
+                           "decompressed record of type " + std::to_string(h.type) +
+                               " at stream byte " + std::to_string(stream_pos_) + " has size " +
+                               std::to_string(h.size) + " < 8");
+    }
+    if (h.size > have_ - pos) break;  // straddles: wait for more output
+    perf::RecordView v;
+    v.header = h;
+    v.bytes = Bytes(window_.data() + pos, h.size);
+    v.offset = at;
+    deliver(v, at, true);
+    pos += h.size;
+    stream_pos_ += h.size;
+    skip_ = trailing_payload(h.type, v.bytes);
+  }
+  std::memmove(window_.data(), window_.data() + pos, have_ - pos);
+  have_ -= pos;
+  return ok_status();
+}
+
+Status RecordWalker::finish() {
+  if (have_ == 0 && skip_ == 0) return ok_status();
+  if (reader_.truncated_header_) return ok_status();
+  return make_error_at(Errc::kTruncated, last_compressed_at_,
+                       "compressed data ends inside a record (" + std::to_string(have_) +
+                           " bytes left over)");
+}
+
+Status FileReader::for_each_record(const RecordFn& fn) const {
+  const uint64_t unknown_features = stats_.unknown_features;
+  stats_ = ReaderStats{};
+  stats_.unknown_features = unknown_features;
+  RecordWalker walker(*this, fn);
+  return walker.walk();
+}
+
+}  // namespace bpfprof::perfdata
