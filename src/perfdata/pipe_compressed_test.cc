@@ -1,0 +1,233 @@
+// SPDX-License-Identifier: Apache-2.0
+// Reader: pipe mode, zstd COMPRESSED records, unknown record types and
+// features, and the kallsyms snapshot codec, on bytes built in the test.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <fstream>
+
+#include "perfdata/reader.h"
+#include "perfdata/test_streams.h"
+#include "testing/subprocess.h"
+
+namespace bpfprof::perfdata {
+namespace {
+
+using testing::ByteVec;
+
+// Every record the reader hands out, copied, with its file offset.
+struct Seen {
+  std::vector<ByteVec> records;
+  std::vector<uint64_t> offsets;
+};
+
+Seen collect(const FileReader& r) {
+  Seen s;
+  Status st = r.for_each_record([&](const perf::RecordView& v, uint64_t at) {
+    s.records.emplace_back(v.bytes.begin(), v.bytes.end());
+    s.offsets.push_back(at);
+  });
+  EXPECT_TRUE(st.ok()) << st.error().to_string();
+  return s;
+}
+
+std::vector<ByteVec> split_records(const ByteVec& bytes) {
+  std::vector<ByteVec> out;
+  for (size_t pos = 0; pos < bytes.size();) {
+    auto r = perf::record_at(bytes, pos);
+    EXPECT_TRUE(r.ok());
+    out.emplace_back(r->bytes.begin(), r->bytes.end());
+    pos += r->header.size;
+  }
+  return out;
+}
+
+TEST(PipeModeTest, AttrsFeaturesNamesAndRecords) {
+  Features f;
+  f.hostname = "pipe-host";
+  f.kallsyms = "ffffffff81000000 T _text\n";
+  const ByteVec records = test::mixed_records();
+  const ByteVec stream = test::pipe_stream(records, f);
+  auto r = FileReader::from_bytes(stream);
+  ASSERT_TRUE(r.ok()) << r.error().to_string();
+  EXPECT_TRUE(r->pipe_mode());
+  ASSERT_EQ(r->attrs().size(), 2u);
+  EXPECT_EQ(r->attrs()[0].name, "cpu-clock");
+  EXPECT_EQ(r->attrs()[1].name, "dummy:u");
+  EXPECT_EQ(r->attrs()[1].ids, (std::vector<uint64_t>{test::kDummyId, test::kDummyId + 1}));
+  EXPECT_EQ(r->features().hostname, "pipe-host");
+  EXPECT_EQ(r->features().kallsyms, f.kallsyms);
+  EXPECT_TRUE(r->has_feature(kFeatHostname));
+  EXPECT_EQ(r->stats().unknown_features, 0u);
+
+  // Only the real records come out, EVENT_UPDATE included (it is a record).
+  Seen s = collect(*r);
+  std::vector<ByteVec> want = split_records(records);
+  ASSERT_GE(s.records.size(), want.size());
+  std::vector<ByteVec> tail(s.records.end() - static_cast<ptrdiff_t>(want.size()), s.records.end());
+  EXPECT_EQ(tail, want);
+  for (const ByteVec& b : s.records) {
+    auto v = *perf::record_at(b, 0);
+    EXPECT_NE(v.header.type, perf::kRecordHeaderAttr);
+    EXPECT_NE(v.header.type, perf::kRecordHeaderFeature);
+    EXPECT_NE(r->attr_for(v), nullptr);
+  }
+}
+
+TEST(PipeModeTest, OpenDetectsPipeHeaderInRegularFileAndStdin) {
+  const ByteVec stream = test::pipe_stream(test::mixed_records());
+  bpfprof::testing::TempDir dir;
+  const std::string path = dir.file("pipe.data");
+  std::ofstream(path, std::ios::binary)
+      .write(reinterpret_cast<const char*>(stream.data()), static_cast<std::streamsize>(stream.size()));
+  auto r = FileReader::open(path);
+  ASSERT_TRUE(r.ok()) << r.error().to_string();
+  EXPECT_TRUE(r->pipe_mode());
+  EXPECT_EQ(collect(*r).records.size(), collect(*FileReader::from_bytes(stream)).records.size());
+
+  // "-" reads stdin whole.
+  const int saved = dup(STDIN_FILENO);
+  FILE* in = std::fopen(path.c_str(), "rb");
+  ASSERT_NE(in, nullptr);
+  dup2(fileno(in), STDIN_FILENO);
+  auto s = FileReader::open("-");
+  dup2(saved, STDIN_FILENO);
+  close(saved);
+  std::fclose(in);
+  ASSERT_TRUE(s.ok()) << s.error().to_string();
+  EXPECT_TRUE(s->pipe_mode());
+  EXPECT_EQ(s->attrs().size(), 2u);
+}
+
+TEST(PipeModeTest, HeaderAttrIdLayouts) {
+  perf_event_attr a = test::make_attr(PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CPU_CLOCK);
+  struct Case {
+    uint32_t attr_size;
+    size_t ids_at;
+  };
+  // 6.1 (128 @ 136), an older perf (120 @ 128), 6.1 re-emitting an older attr
+  // (120 @ 136, zero gap), a newer perf (136 @ 144), attr.size 0 (fixed 136).
+  for (Case c : {Case{128, 136}, Case{120, 128}, Case{120, 136}, Case{136, 144}, Case{0, 136}}) {
+    ByteVec s = test::pipe_header();
+    ByteVec h = test::header_attr_record(a, {11, 12, 13}, c.attr_size, c.ids_at);
+    s.insert(s.end(), h.begin(), h.end());
+    auto r = FileReader::from_bytes(s);
+    ASSERT_TRUE(r.ok()) << r.error().to_string();
+    ASSERT_EQ(r->attrs().size(), 1u);
+    EXPECT_EQ(r->attrs()[0].ids, (std::vector<uint64_t>{11, 12, 13}))
+        << c.attr_size << " @ " << c.ids_at;
+    EXPECT_EQ(r->attrs()[0].attr.sample_type, test::kSampleType);
+  }
+}
+
+TEST(PipeModeTest, UnknownTypesAndFeaturesAreCountedNotFatal) {
+  ByteVec records = test::mixed_records(2);
+  ByteVec odd = testing::RecordWriter(200, 0).u64(1).finish();
+  ByteVec odd_kernel = testing::RecordWriter(40, 0).finish();
+  records.insert(records.end(), odd.begin(), odd.end());
+  records.insert(records.end(), odd_kernel.begin(), odd_kernel.end());
+  records.insert(records.end(), odd.begin(), odd.end());
+  ByteVec s = test::pipe_stream(records);
+  ByteVec feat = test::header_feature_record(40, {std::byte{1}});
+  s.insert(s.begin() + 16, feat.begin(), feat.end());
+  auto r = FileReader::from_bytes(s);
+  ASSERT_TRUE(r.ok()) << r.error().to_string();
+  EXPECT_EQ(r->stats().unknown_features, 1u);
+  collect(*r);
+  EXPECT_EQ(r->stats().records_skipped, 3u);
+  EXPECT_EQ(r->stats().unknown_record_types.at(200), 2u);
+  EXPECT_EQ(r->stats().unknown_record_types.at(40), 1u);
+  // A record with size < 8 stays an error with its offset.
+  ByteVec bad = s;
+  ByteVec tiny = testing::RecordWriter(9, 0).finish();
+  tiny[6] = std::byte{4};
+  bad.insert(bad.end(), tiny.begin(), tiny.end());
+  auto b = FileReader::from_bytes(bad);
+  ASSERT_FALSE(b.ok());
+  EXPECT_EQ(b.error().offset, std::optional<uint64_t>(s.size()));
+}
+
+class CompressedTest : public ::testing::TestWithParam<size_t> {};
+
+// Records decompressed from COMPRESSED records (cut at every size from tiny to
+// larger than a record) come out exactly as written, in order.
+TEST_P(CompressedTest, DecompressedRecordsMatchAcrossCuts) {
+  ByteVec plain = test::mixed_records(200);
+  Features f;
+  f.compression = Compression{1, kCompZstd, 1, 3, 1 << 20};
+  ByteVec stream = test::pipe_stream(test::compressed_records(plain, GetParam()), f);
+  ByteVec tail = testing::finished_round_record();
+  stream.insert(stream.end(), tail.begin(), tail.end());
+  auto r = FileReader::from_bytes(stream);
+  ASSERT_TRUE(r.ok()) << r.error().to_string();
+  Seen s = collect(*r);
+  std::vector<ByteVec> want = split_records(plain);
+  want.push_back(tail);
+  std::vector<ByteVec> got(s.records.end() - static_cast<ptrdiff_t>(want.size()), s.records.end());
+  EXPECT_EQ(got, want);
+  EXPECT_GT(r->stats().compressed_records, 0u);
+  EXPECT_EQ(r->stats().decompressed_bytes, plain.size());
+}
+INSTANTIATE_TEST_SUITE_P(Cuts, CompressedTest, ::testing::Values(1, 7, 64, 1000, 60000));
+
+TEST(CompressedErrorsTest, CorruptOrOversizedIsAnErrorWithOffset) {
+  ByteVec plain = test::mixed_records(50);
+  ByteVec comp = test::compressed_records(plain, 100000);
+  ByteVec prefix = test::pipe_stream({});
+  ByteVec stream = prefix;
+  stream.insert(stream.end(), comp.begin(), comp.end());
+  // Garbage inside the zstd payload.
+  ByteVec corrupt = stream;
+  for (size_t i = prefix.size() + 8; i < prefix.size() + 24; ++i) corrupt[i] = std::byte{0xff};
+  auto r = FileReader::from_bytes(corrupt);
+  ASSERT_TRUE(r.ok());
+  Status st = r->for_each_record([](const perf::RecordView&, uint64_t) {});
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.error().offset, std::optional<uint64_t>(prefix.size()));
+  // More output than HEADER_COMPRESSED's mmap_len allows (the floor is 64 KiB).
+  ByteVec big = test::mixed_records(3000);
+  Features f;
+  f.compression = Compression{1, kCompZstd, 1, 3, 4096};
+  ByteVec over = test::pipe_stream(test::compressed_records(big, 65000, big.size()), f);
+  auto o = FileReader::from_bytes(over);
+  ASSERT_TRUE(o.ok());
+  EXPECT_FALSE(o->for_each_record([](const perf::RecordView&, uint64_t) {}).ok());
+  // A stream that ends inside a record.
+  ByteVec cut_plain(plain.begin(), plain.end() - 4);
+  ByteVec cut = test::pipe_stream(test::compressed_records(cut_plain));
+  auto c = FileReader::from_bytes(cut);
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->for_each_record([](const perf::RecordView&, uint64_t) {}).error().code,
+            Errc::kTruncated);
+}
+
+TEST(KallsymsFeatureTest, RoundTripAndHostileHeaders) {
+  std::string text;
+  for (int i = 0; i < 2000; ++i) text += "ffffffff8100" + std::to_string(1000 + i) + " T sym_" + std::to_string(i) + "\n";
+  std::vector<std::byte> enc = encode_kallsyms(text);
+  EXPECT_LT(enc.size(), text.size() / 3);
+  auto dec = decode_kallsyms(enc, 100);
+  ASSERT_TRUE(dec.ok()) << dec.error().to_string();
+  EXPECT_EQ(*dec, text);
+  EXPECT_EQ(*decode_kallsyms(encode_kallsyms(""), 0), "");
+
+  auto patch64 = [](std::vector<std::byte> b, size_t at, uint64_t v) {
+    std::memcpy(b.data() + at, &v, sizeof v);
+    return b;
+  };
+  auto patch32 = [](std::vector<std::byte> b, size_t at, uint32_t v) {
+    std::memcpy(b.data() + at, &v, sizeof v);
+    return b;
+  };
+  EXPECT_EQ(decode_kallsyms(patch64(enc, 8, 1ull << 40), 0).error().code, Errc::kBadRecord);
+  EXPECT_EQ(decode_kallsyms(patch64(enc, 8, text.size() - 1), 0).error().code, Errc::kBadRecord);
+  EXPECT_EQ(decode_kallsyms(patch64(enc, 8, text.size() + 1), 0).error().code, Errc::kBadRecord);
+  EXPECT_EQ(decode_kallsyms(patch32(enc, 0, 2), 0).error().code, Errc::kUnsupported);
+  EXPECT_EQ(decode_kallsyms(patch32(enc, 4, 9), 0).error().code, Errc::kUnsupported);
+  std::vector<std::byte> cut(enc.begin(), enc.end() - 10);
+  EXPECT_FALSE(decode_kallsyms(cut, 0).ok());
+  EXPECT_EQ(decode_kallsyms(Bytes(enc).first(10), 0).error().code, Errc::kTruncated);
+}
+
+}  // namespace
+}  // namespace bpfprof::perfdata
