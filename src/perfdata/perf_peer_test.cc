@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 // Peer test: Linux perf 6.1 reads a file written by FileWriter. Two attrs
 // (cpu-clock sampling + dummy side-band), synthesized COMM, a BPF KSYMBOL and
-// BPF_EVENT load, kernel samples inside the BPF program, and BPF_PROG_INFO.
+// BPF_EVENT load, kernel samples inside the BPF program, BPF_PROG_INFO, and
+// the kallsyms snapshot section.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <string>
 
+#include "perfdata/reader.h"
 #include "perfdata/test_util.h"
 #include "perfdata/writer.h"
 #include "testing/subprocess.h"
@@ -60,6 +62,8 @@ void write_peer_file(const std::string& path) {
   f.first_sample_time = 1000000;
   f.last_sample_time = 1004000;
   f.bpf_prog_info = {one_function_prog()};
+  // bpfprof's own kallsyms section (250): perf skips feature bits it does not know.
+  f.kallsyms = "ffffffff81000000 T _text\nffffffff81001000 T do_one_initcall\n";
   Status s = w->close(f);
   ASSERT_TRUE(s.ok()) << s.error().to_string();
 }
@@ -103,6 +107,21 @@ TEST_F(PerfPeerTest, HeaderListsBpfProgInfo) {
   EXPECT_NE(r.out.find("cpu-clock"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("dummy:u"), std::string::npos) << r.out;
   EXPECT_EQ(r.err.find("arning"), std::string::npos) << r.err;
+}
+
+TEST_F(PerfPeerTest, KallsymsSectionReadsBackAndPerfIgnoresIt) {
+  auto r = FileReader::open(path_);
+  ASSERT_TRUE(r.ok()) << r.error().to_string();
+  EXPECT_TRUE(r->has_feature(kFeatBpfprofKallsyms));
+  EXPECT_EQ(r->features().kallsyms,
+            "ffffffff81000000 T _text\nffffffff81001000 T do_one_initcall\n");
+  EXPECT_TRUE(r->feature_errors().empty());
+  EXPECT_EQ(r->stats().unknown_features, 0u);
+  // perf lists the features it knows and does not complain about ours.
+  auto h = bpfprof::testing::run({kPerf, "report", "-i", path_, "--header-only"});
+  EXPECT_EQ(h.exit_code, 0) << h.err;
+  EXPECT_EQ(h.err, "");
+  EXPECT_NE(h.out.find("# hostname"), std::string::npos) << h.out;
 }
 
 }  // namespace

@@ -60,6 +60,9 @@ bool absorb(const KallsymsLine& l, KernelText& text, bool& have_text, bool& have
   return false;
 }
 
+// Code symbols: text (t, T) and weak (w, W), which on x86 are functions.
+bool is_text_type(char type) { return type == 't' || type == 'T' || type == 'w' || type == 'W'; }
+
 Result<KernelText> finish(KernelText text, bool have_text, bool have_stext, uint64_t stext) {
   if (have_text) {
     text.ref_name = "_text";
@@ -133,8 +136,12 @@ KallsymsScan scan_kallsyms(std::string_view kallsyms) {
     if (!l) continue;
     if (l->module == "bpf") {
       scan.bpf.push_back({l->addr, std::string(l->name)});
-    } else if (!done) {
-      done = absorb(*l, text, have_text, have_stext, stext);
+      continue;
+    }
+    if (!done) done = absorb(*l, text, have_text, have_stext, stext);
+    if (is_text_type(l->type) && l->addr != 0) {
+      scan.text_symbols.append(line);
+      scan.text_symbols.push_back('\n');
     }
   }
   scan.text = finish(std::move(text), have_text, have_stext, stext);

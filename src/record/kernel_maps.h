@@ -42,6 +42,10 @@ Result<KernelText> read_kernel_text(const std::string& path = "/proc/kallsyms");
 struct KallsymsScan {
   Result<KernelText> text = make_error(Errc::kNotFound, "kallsyms not read");
   std::vector<bpf::KallsymsEntry> bpf;  // "[bpf]" entries, sorted by address
+  // The kernel and module text symbols (types t T w W, not [bpf], address not
+  // hidden), one original line each: the snapshot stored in the file
+  // (perfdata::Features::kallsyms). Empty when addresses are hidden.
+  std::string text_symbols;
 };
 KallsymsScan scan_kallsyms(std::string_view kallsyms);
 Result<KallsymsScan> read_kallsyms(const std::string& path = "/proc/kallsyms");

@@ -78,6 +78,20 @@ TEST(KernelMapsTest, OnePassScan) {
   ASSERT_EQ(scan.bpf.size(), 2u);
   EXPECT_EQ(scan.bpf[0].name, "bpf_prog_4749fad006b00537_query_main");  // sorted by address
   EXPECT_EQ(scan.bpf[1].name, "bpf_dispatcher_xdp");
+  // The snapshot: kernel and module text, no [bpf], original lines.
+  EXPECT_EQ(scan.text_symbols,
+            "ffffffff81000000 T _text\n"
+            "ffffffff82276988 T _etext\n"
+            "ffffffffc0100000 t e1000_probe\t[e1000]\n");
+}
+
+TEST(KernelMapsTest, SnapshotSkipsDataAndHiddenAddresses) {
+  KallsymsScan scan = scan_kallsyms(
+      "0000000000000000 T _text\n"
+      "ffffffff82000000 D jiffies\n"
+      "ffffffff81000100 W weak_fn\n"
+      "ffffffff81000200 r rodata\n");
+  EXPECT_EQ(scan.text_symbols, "ffffffff81000100 W weak_fn\n");
 }
 
 TEST(KernelMapsTest, LiveKallsyms) {

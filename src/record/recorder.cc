@@ -109,21 +109,20 @@ std::set<uint32_t> live_prog_loads(EventSet& events) {
 
 // Writes everything that describes the world before recording, then FINISHED_INIT.
 Result<BpfSynthesis> write_initial_state(perfdata::FileWriter& writer, EventSet& events,
-                                         size_t trailer, const RecordSink& sink) {
+                                         size_t trailer, const KallsymsScan& kallsyms,
+                                         const RecordSink& sink) {
   SynthBuffer synth(trailer);
   auto flush = [&]() -> Status {
     BPFPROF_TRY(writer.append(synth.bytes()));
     synth.clear();
     return ok_status();
   };
-  auto kallsyms = read_kallsyms();
-  if (!kallsyms.ok()) kallsyms = KallsymsScan{kallsyms.error(), {}};
-  if (auto s = synthesize_kernel(synth, kallsyms->text); !s.ok() && sink.notice) {
+  if (auto s = synthesize_kernel(synth, kallsyms.text); !s.ok() && sink.notice) {
     sink.notice("no kernel map: " + s.error().to_string());
   }
   BPFPROF_ASSIGN_OR_RETURN(
       BpfSynthesis bpf,
-      synthesize_bpf(synth, kallsyms->bpf, [&] { return live_prog_loads(events); }));
+      synthesize_bpf(synth, kallsyms.bpf, [&] { return live_prog_loads(events); }));
   BPFPROF_TRY(flush());
   BPFPROF_TRY(synthesize_threads(synth, flush));
   synth.header_only(perf::kRecordFinishedInit);
@@ -177,7 +176,11 @@ Result<RecordStats> record(const RecordOptions& o, const RecordSink& sink) {
     return e;
   };
   if (auto s = events.enable_sideband(); !s.ok()) return before_start(std::move(s).error());
-  auto bpf = write_initial_state(writer, events, layout.id_hdr_size(), sink);
+  // One kallsyms pass (the kernel formats the whole file per read): kernel
+  // map, [bpf] programs, and the text-symbol snapshot stored in the file.
+  auto kallsyms = read_kallsyms();
+  if (!kallsyms.ok()) kallsyms = KallsymsScan{kallsyms.error(), {}, {}};
+  auto bpf = write_initial_state(writer, events, layout.id_hdr_size(), *kallsyms, sink);
   if (!bpf.ok()) return before_start(std::move(bpf).error());
   if (!setup.sampling.enable_on_exec) {
     if (auto s = events.enable_sampling(); !s.ok()) return before_start(std::move(s).error());
@@ -209,6 +212,7 @@ Result<RecordStats> record(const RecordOptions& o, const RecordSink& sink) {
   features.cmdline = cmdline_with_exe(o.cmdline);
   features.first_sample_time = c.first_sample_time;
   features.last_sample_time = c.last_sample_time;
+  if (!kallsyms->text_symbols.empty()) features.kallsyms = std::move(kallsyms->text_symbols);
   std::map<uint32_t, bpf::ProgInfo> infos = std::move(enricher->infos());
   std::map<uint32_t, bpf::BtfBlob> btfs = std::move(enricher->btfs());
   merge_prog_infos(infos, std::move(bpf->infos));

@@ -109,10 +109,20 @@ TEST(RecorderKernelTest, RecordsSleepSystemWide) {
   EXPECT_TRUE(reader->features().first_sample_time.has_value());
   EXPECT_FALSE(reader->features().cmdline.empty());
 
+  // The kallsyms snapshot (feature 250) is in the file, and perf still reads it.
+  ASSERT_TRUE(reader->features().kallsyms.has_value());
+  EXPECT_NE(reader->features().kallsyms->find(" _text\n"), std::string::npos);
+  EXPECT_EQ(reader->features().kallsyms->find("[bpf]"), std::string::npos);
+  EXPECT_TRUE(reader->feature_errors().empty());
+
   auto script = bpfprof::testing::run({"perf", "script", "-i", o.output});
   EXPECT_EQ(script.exit_code, 0) << script.err;
   EXPECT_EQ(script.err, "");
   EXPECT_FALSE(script.out.empty());
+  auto header = bpfprof::testing::run({"perf", "report", "-i", o.output, "--header-only"});
+  EXPECT_EQ(header.exit_code, 0) << header.err;
+  EXPECT_EQ(header.err, "");
+  EXPECT_NE(header.out.find("# hostname"), std::string::npos);
 }
 
 off_t file_size(const std::string& path) {
