@@ -9,6 +9,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/record_command.h"
+#include "cli/report_command.h"
 
 int main(int argc, char** argv) {
   // The enricher thread keeps every program's JIT image and line info until
@@ -20,6 +21,10 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   bpfprof::cli::RecordFlags record_flags;
   CLI::App* record = bpfprof::cli::add_record_command(app, record_flags);
+  bpfprof::cli::ReportFlags report_flags;
+  CLI::App* report = bpfprof::cli::add_report_command(app, report_flags);
+  bpfprof::cli::ScriptFlags script_flags;
+  CLI::App* script = bpfprof::cli::add_script_command(app, script_flags);
   std::vector<std::string> args(argv, argv + argc);
   auto [flag_args, command] = bpfprof::cli::split_at_dash_dash(args);
   record_flags.command = command;
@@ -32,9 +37,15 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForAllHelp& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    std::fprintf(stderr, "%s: %s\n", record->parsed() ? "bpfprof record" : "bpfprof", e.what());
+    const char* who = record->parsed()   ? "bpfprof record"
+                      : report->parsed() ? "bpfprof report"
+                      : script->parsed() ? "bpfprof script"
+                                         : "bpfprof";
+    std::fprintf(stderr, "%s: %s\n", who, e.what());
     return 2;
   }
   if (record->parsed()) return bpfprof::cli::run_record(record_flags, args);
+  if (report->parsed()) return bpfprof::cli::run_report(report_flags);
+  if (script->parsed()) return bpfprof::cli::run_script(script_flags);
   return 2;
 }

@@ -18,6 +18,8 @@ std::string value_of(SortKey key, const Frame* leaf, const Thread& thread,
                      const std::vector<std::string>& program_names) {
   switch (key) {
     case SortKey::kProg:
+      // A trampoline or dispatcher belongs to no program: its own name says most.
+      if (leaf != nullptr && leaf->kind == FrameKind::kBpfImage) return std::string(leaf->symbol);
       if (leaf == nullptr || leaf->bpf_program == 0) return "[not bpf]";
       if (leaf->bpf_program <= program_names.size()) return program_names[leaf->bpf_program - 1];
       return fmt::format("[program {}]", leaf->bpf_program);

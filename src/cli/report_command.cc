@@ -1,0 +1,89 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "cli/report_command.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+
+#include "report/script.h"
+#include "report/session.h"
+
+namespace bpfprof::cli {
+namespace {
+
+int fail(const char* command, const Error& e) {
+  std::fprintf(stderr, "bpfprof %s: %s\n", command, e.to_string().c_str());
+  return e.code == Errc::kInvalidArgument ? 2 : 1;
+}
+
+void add_common(CLI::App* cmd, std::string& input, std::string& format, unsigned& jobs,
+                std::string& symfs) {
+  cmd->add_option("-i,--input", input, "Input file (default perf.data)");
+  cmd->add_option("--format", format, "Output format: text or json")
+      ->check(CLI::IsMember({"text", "json"}));
+  cmd->add_option("-j,--jobs", jobs, "Worker threads for samples (default: one per CPU)");
+  cmd->add_option("--symfs", symfs, "Look for user binaries under this directory");
+}
+
+}  // namespace
+
+CLI::App* add_report_command(CLI::App& app, ReportFlags& f) {
+  CLI::App* cmd = app.add_subcommand(
+      "report", "Which BPF programs, kernel and user code took the samples of a recording");
+  add_common(cmd, f.input, f.format, f.jobs, f.symfs);
+  cmd->add_option("-s,--sort", f.sort,
+                  "Group by these keys (comma-separated or repeated): " +
+                      profile::valid_sort_keys() + " (default sym)");
+  cmd->add_flag("--bpf-only", f.bpf_only, "Only samples whose leaf frame is BPF code");
+  cmd->add_flag("-g,--call-graph", f.callgraph, "Callers tree below each entry");
+  return cmd;
+}
+
+CLI::App* add_script_command(CLI::App& app, ScriptFlags& f) {
+  CLI::App* cmd = app.add_subcommand(
+      "script", "One line per sample in time order: comm pid/tid [cpu] time: ip sym+off (dso)");
+  add_common(cmd, f.input, f.format, f.jobs, f.symfs);
+  return cmd;
+}
+
+Result<report::RenderOptions> to_render_options(const ReportFlags& f) {
+  report::RenderOptions o;
+  auto keys = profile::parse_sort_keys(f.sort);
+  if (!keys.ok()) return std::move(keys).error();
+  o.keys = std::move(keys).value();
+  o.bpf_only = f.bpf_only;
+  o.callgraph = f.callgraph;
+  return o;
+}
+
+int run_report(const ReportFlags& f) {
+  auto options = to_render_options(f);
+  if (!options.ok()) return fail("report", options.error());
+  auto session = report::Session::open(f.input, report::SessionOptions{f.symfs, true});
+  if (!session.ok()) return fail("report", session.error());
+  report::AggregateOptions agg;
+  agg.stacks = f.callgraph;
+  agg.lines = std::find(options->keys.begin(), options->keys.end(), profile::SortKey::kLine) !=
+              options->keys.end();
+  agg.threads = f.jobs;
+  report::ReportData data = report::aggregate(**session, agg);
+  std::string out = f.format == "json" ? report::render_json(data, *options)
+                                       : report::render_text(data, *options);
+  if (std::fwrite(out.data(), 1, out.size(), stdout) != out.size() || std::fflush(stdout) != 0) {
+    return fail("report", make_sys_error("writing the report", errno));
+  }
+  return 0;
+}
+
+int run_script(const ScriptFlags& f) {
+  auto session = report::Session::open(f.input, report::SessionOptions{f.symfs, true});
+  if (!session.ok()) return fail("script", session.error());
+  report::ScriptOptions o;
+  o.format = f.format == "json" ? report::ScriptFormat::kJson : report::ScriptFormat::kText;
+  o.threads = f.jobs;
+  Status written = report::write_script(**session, o, stdout);
+  if (!written.ok()) return fail("script", written.error());
+  return 0;
+}
+
+}  // namespace bpfprof::cli

@@ -1,0 +1,31 @@
+// SPDX-License-Identifier: Apache-2.0
+// The report renderers: text (header, BPF program table, the table of the
+// chosen sort keys with optional callers trees, diagnostics footer) and JSON
+// (one object; schema in README "Reports"). Both read ReportData only.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "profile/group.h"
+#include "report/report_data.h"
+
+namespace bpfprof::report {
+
+struct RenderOptions {
+  std::vector<profile::SortKey> keys{profile::SortKey::kSym};
+  bool bpf_only = false;   // keep samples whose leaf is BPF code
+  bool callgraph = false;  // callers tree below each entry
+};
+
+// Callers-tree branches below this share of their entry are not printed.
+inline constexpr double kCallerPercentLimit = 0.5;
+
+std::string render_text(const ReportData& data, const RenderOptions& options);
+std::string render_json(const ReportData& data, const RenderOptions& options);
+
+// Time `t` relative to the recording's start, as "+S.ssssss" ("start" for 0:
+// loaded before recording began).
+std::string relative_time(uint64_t t, uint64_t start_ns);
+
+}  // namespace bpfprof::report

@@ -1,0 +1,129 @@
+// SPDX-License-Identifier: Apache-2.0
+// The JSON report: one object, keys in a fixed order (schema: README "Reports").
+#include <algorithm>
+#include <cmath>
+
+#include <nlohmann/json.hpp>
+
+#include "report/render.h"
+
+namespace bpfprof::report {
+namespace {
+
+using Json = nlohmann::ordered_json;
+using profile::SortKey;
+
+// Percent with two decimals, as a number.
+double pct(uint64_t part, uint64_t whole) {
+  if (whole == 0) return 0;
+  return std::round(10000.0 * static_cast<double>(part) / static_cast<double>(whole)) / 100.0;
+}
+
+Json tree_json(const profile::CallNode& node, uint64_t entry_samples) {
+  Json children = Json::array();
+  for (const profile::CallNode& c : node.children) {
+    if (100.0 * static_cast<double>(c.samples) / static_cast<double>(entry_samples) <
+        kCallerPercentLimit) {
+      continue;
+    }
+    children.push_back(Json{{"name", c.symbol},
+                            {"dso", c.dso},
+                            {"samples", c.samples},
+                            {"callers", tree_json(c, entry_samples)}});
+  }
+  return children;
+}
+
+Json programs_json(const ReportData& d) {
+  const uint64_t total = d.profile.total().samples;
+  Json out = Json::array();
+  std::vector<size_t> order(d.programs.size());
+  for (size_t i = 0; i < order.size(); i++) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return d.programs[a].samples > d.programs[b].samples;
+  });
+  for (size_t i : order) {
+    const ProgramRow& p = d.programs[i];
+    Json functions = Json::array();
+    for (const FunctionRow& f : p.functions) {
+      functions.push_back(Json{{"name", f.name}, {"samples", f.samples}});
+    }
+    out.push_back(Json{{"id", p.id},
+                       {"name", p.name},
+                       {"tag", p.tag},
+                       {"samples", p.samples},
+                       {"percent", pct(p.samples, total)},
+                       {"load_ns", p.load_ns},
+                       {"unload_ns", p.unload_ns ? Json(*p.unload_ns) : Json(nullptr)},
+                       {"functions", std::move(functions)}});
+  }
+  return out;
+}
+
+// Rows of `keys`; each row names its key values by key name.
+Json rows_json(const ReportData& d, const RenderOptions& o, std::vector<SortKey> keys,
+               bool symbols_shape) {
+  profile::GroupOptions g;
+  g.keys = keys;
+  g.program_names = program_names(d);
+  g.bpf_only = o.bpf_only;
+  g.with_stacks = o.callgraph;
+  const uint64_t total = d.profile.total().samples;
+  const bool has_dso = std::find(keys.begin(), keys.end(), SortKey::kDso) != keys.end();
+  Json out = Json::array();
+  for (const profile::Row& r : profile::group(d.profile, g)) {
+    Json row;
+    if (symbols_shape) {
+      row["name"] = r.values[0];
+      row["dso"] = r.sym_dso;
+    } else {
+      for (size_t i = 0; i < keys.size(); i++) {
+        row[std::string(profile::sort_key_name(keys[i]))] = r.values[i];
+        if (keys[i] == SortKey::kSym && !has_dso) row["dso"] = r.sym_dso;
+      }
+    }
+    row["samples"] = r.counts.samples;
+    row["period"] = r.counts.period;
+    row["percent"] = pct(r.counts.samples, total);
+    if (o.callgraph) {
+      row["callers"] = tree_json(profile::callers_tree(d.profile, r.stacks), r.counts.samples);
+    }
+    out.push_back(std::move(row));
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string render_json(const ReportData& d, const RenderOptions& o) {
+  const Header& h = d.header;
+  Json j;
+  j["host"] = h.host;
+  j["kernel"] = h.kernel;
+  j["arch"] = h.arch;
+  j["events"] = h.events;
+  j["start_ns"] = h.start_ns;
+  j["end_ns"] = h.end_ns;
+  j["duration_ns"] = h.duration_ns();
+  j["samples"] = d.profile.total().samples;
+  j["period"] = d.profile.total().period;
+  j["lost"] = h.lost;
+  j["throttled"] = h.throttled;
+  j["bpf_only"] = o.bpf_only;
+  j["programs"] = programs_json(d);
+  const bool default_keys = o.keys == std::vector<SortKey>{SortKey::kSym};
+  j["symbols"] = rows_json(d, default_keys ? o : RenderOptions{{SortKey::kSym}, o.bpf_only, false},
+                           {SortKey::kSym}, true);
+  if (!default_keys) {
+    std::vector<std::string> names;
+    for (SortKey k : o.keys) names.emplace_back(profile::sort_key_name(k));
+    j["sort"] = names;
+    j["entries"] = rows_json(d, o, o.keys, false);
+  }
+  Json diag = Json::object();
+  for (const auto& [name, value] : d.profile.counters()) diag[name] = value;
+  j["diagnostics"] = std::move(diag);
+  return j.dump(2) + "\n";
+}
+
+}  // namespace bpfprof::report

@@ -1,0 +1,143 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "report/render.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "report/table.h"
+
+namespace bpfprof::report {
+namespace {
+
+using profile::FrameKind;
+using profile::SortKey;
+
+// A hand-built report: one BPF program with two functions, a kernel caller,
+// a user leaf; 10 samples.
+class RenderTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    d_.header.host = "box";
+    d_.header.kernel = "6.1.0";
+    d_.header.arch = "x86_64";
+    d_.header.events = {"cycles", "dummy:u"};
+    d_.header.start_ns = 1'000'000'000;
+    d_.header.end_ns = 1'500'000'000;
+    d_.header.lost = 3;
+    d_.header.throttled = 1;
+    d_.programs.push_back(ProgramRow{42, "burn", "0011223344556677", 1'100'000'000, 1'200'000'000,
+                                     6, {{"bpf_prog_0011223344556677_burn", 4},
+                                         {"bpf_prog_0011223344556677_sub", 2}}});
+    d_.programs.push_back(ProgramRow{7, "idle", "8899aabbccddeeff", 0, std::nullopt, 0,
+                                     {{"bpf_prog_8899aabbccddeeff_idle", 0}}});
+    auto& p = d_.profile;
+    auto burn = p.add_frame({"bpf_prog_0011223344556677_burn", "[bpf]", "", FrameKind::kBpf, 1, 0});
+    auto sub = p.add_frame({"bpf_prog_0011223344556677_sub", "[bpf]", "", FrameKind::kBpf, 1, 1});
+    auto run = p.add_frame({"bpf_test_run", "[kernel.kallsyms]", "", FrameKind::kKernel});
+    auto main = p.add_frame({"main", "/usr/bin/w", "", FrameKind::kUser});
+    for (int i = 0; i < 4; i++) p.add_sample(p.add_stack({burn, run, main}), {5, 5, "w"}, 100, 1);
+    for (int i = 0; i < 2; i++) p.add_sample(p.add_stack({sub, burn, run}), {5, 6, "w"}, 100, 1);
+    for (int i = 0; i < 4; i++) p.add_sample(p.add_stack({main}), {5, 5, "w"}, 100, 1);
+    p.declare("records_unknown_type");
+    p.count("sideband_out_of_order", 2);
+  }
+  ReportData d_;
+};
+
+TEST(Table, AlignsColumnsWithoutTrailingBlanks) {
+  Table t({{"N", Table::Align::kRight}, {"Name"}, {"Last"}});
+  t.add_row({"1", "a", ""});
+  t.add_row({"100", "long name", "x"});
+  EXPECT_EQ(t.render(),
+            "#   N  Name       Last\n"
+            "    1  a\n"
+            "  100  long name  x\n");
+  EXPECT_EQ(percent(1, 3), "33.33%");
+  EXPECT_EQ(percent(1, 0), "0.00%");
+}
+
+TEST_F(RenderTest, TextHasHeaderProgramsSymbolsAndDiagnostics) {
+  std::string text = render_text(d_, {});
+  EXPECT_NE(text.find("# host: box  kernel: 6.1.0  arch: x86_64\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("# duration: 0.500000 s  samples: 10  lost: 3  throttled: 1\n"),
+            std::string::npos) << text;
+  // Program row: samples, percent, id, tag, alive from/to relative to the start.
+  EXPECT_NE(text.find("        6   60.00%  42  0011223344556677  +0.100000  +0.200000  burn\n"),
+            std::string::npos) << text;
+  EXPECT_NE(text.find("  bpf_prog_0011223344556677_sub\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("  7  8899aabbccddeeff  start      end        idle\n"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("# Overhead  Samples  Shared Object  Symbol\n"),
+            std::string::npos) << text;
+  EXPECT_NE(text.find("    40.00%        4  [bpf]          bpf_prog_0011223344556677_burn\n"),
+            std::string::npos) << text;
+  EXPECT_NE(text.find("# diagnostics: records_unknown_type=0 sideband_out_of_order=2\n"),
+            std::string::npos) << text;
+}
+
+TEST_F(RenderTest, TextCallersTreeAndBpfOnly) {
+  RenderOptions o;
+  o.callgraph = true;
+  o.bpf_only = true;
+  std::string text = render_text(d_, o);
+  EXPECT_EQ(text.find("  main  /usr/bin/w"), std::string::npos) << text;
+  EXPECT_NE(text.find("  100.00%  bpf_test_run ([kernel.kallsyms])\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("  100.00%    main (/usr/bin/w)\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("  100.00%  bpf_prog_0011223344556677_burn ([bpf])\n"), std::string::npos)
+      << text;
+}
+
+TEST_F(RenderTest, TextOtherSortKeys) {
+  RenderOptions o;
+  o.keys = {SortKey::kProg, SortKey::kComm};
+  std::string text = render_text(d_, o);
+  EXPECT_NE(text.find("# Samples by prog,comm\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("    60.00%        6  burn       w\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("    40.00%        4  [not bpf]  w\n"), std::string::npos) << text;
+}
+
+TEST_F(RenderTest, JsonSchema) {
+  auto j = nlohmann::json::parse(render_json(d_, {}));
+  EXPECT_EQ(j["samples"], 10);
+  EXPECT_EQ(j["lost"], 3);
+  EXPECT_EQ(j["throttled"], 1);
+  EXPECT_EQ(j["duration_ns"], 500'000'000);
+  ASSERT_EQ(j["programs"].size(), 2u);
+  const auto& prog = j["programs"][0];
+  EXPECT_EQ(prog["id"], 42);
+  EXPECT_EQ(prog["name"], "burn");
+  EXPECT_EQ(prog["tag"], "0011223344556677");
+  EXPECT_EQ(prog["samples"], 6);
+  EXPECT_DOUBLE_EQ(prog["percent"].get<double>(), 60.0);
+  EXPECT_EQ(prog["load_ns"], 1'100'000'000);
+  EXPECT_EQ(prog["unload_ns"], 1'200'000'000);
+  EXPECT_EQ(prog["functions"][1]["name"], "bpf_prog_0011223344556677_sub");
+  EXPECT_EQ(prog["functions"][1]["samples"], 2);
+  EXPECT_TRUE(j["programs"][1]["unload_ns"].is_null());
+  ASSERT_EQ(j["symbols"].size(), 3u);
+  EXPECT_EQ(j["symbols"][0]["name"], "bpf_prog_0011223344556677_burn");
+  EXPECT_EQ(j["symbols"][0]["dso"], "[bpf]");
+  EXPECT_EQ(j["symbols"][0]["samples"], 4);
+  EXPECT_DOUBLE_EQ(j["symbols"][0]["percent"].get<double>(), 40.0);
+  EXPECT_EQ(j["diagnostics"]["sideband_out_of_order"], 2);
+  EXPECT_FALSE(j.contains("entries"));
+}
+
+TEST_F(RenderTest, JsonEntriesForOtherKeysAndCallers) {
+  RenderOptions o;
+  o.keys = {SortKey::kPid, SortKey::kSym};
+  o.callgraph = true;
+  auto j = nlohmann::json::parse(render_json(d_, o));
+  EXPECT_EQ(j["sort"], (nlohmann::json{"pid", "sym"}));
+  ASSERT_EQ(j["entries"].size(), 3u);
+  const auto& e = j["entries"][0];
+  EXPECT_EQ(e["pid"], "5:w");
+  EXPECT_EQ(e["sym"], "bpf_prog_0011223344556677_burn");
+  EXPECT_EQ(e["dso"], "[bpf]");
+  EXPECT_EQ(e["callers"][0]["name"], "bpf_test_run");
+  EXPECT_EQ(e["callers"][0]["callers"][0]["name"], "main");
+  EXPECT_FALSE(j["symbols"][0].contains("callers"));
+}
+
+}  // namespace
+}  // namespace bpfprof::report

@@ -1,0 +1,139 @@
+// SPDX-License-Identifier: Apache-2.0
+// The text report.
+#include <algorithm>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "report/render.h"
+#include "report/table.h"
+
+namespace bpfprof::report {
+namespace {
+
+using profile::SortKey;
+
+std::string header_text(const ReportData& d) {
+  const Header& h = d.header;
+  std::string out = "# bpfprof report\n";
+  out += fmt::format("# host: {}  kernel: {}  arch: {}\n", h.host.empty() ? "?" : h.host,
+                     h.kernel.empty() ? "?" : h.kernel, h.arch.empty() ? "?" : h.arch);
+  out += fmt::format("# events: {}\n", fmt::join(h.events, ", "));
+  out += fmt::format("# duration: {:.6f} s  samples: {}  lost: {}  throttled: {}\n",
+                     static_cast<double>(h.duration_ns()) / 1e9, d.profile.total().samples, h.lost,
+                     h.throttled);
+  return out;
+}
+
+std::string programs_text(const ReportData& d) {
+  std::string out = "#\n# BPF programs: samples whose leaf frame is in the program, "
+                    "percent of all samples\n";
+  if (d.programs.empty()) return out + "# (no BPF programs in this recording)\n";
+  Table t({{"Samples", Table::Align::kRight},
+           {"Percent", Table::Align::kRight},
+           {"Id", Table::Align::kRight},
+           {"Tag"},
+           {"Loaded"},
+           {"Unloaded"},
+           {"Program / functions"}});
+  std::vector<size_t> order(d.programs.size());
+  for (size_t i = 0; i < order.size(); i++) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return d.programs[a].samples > d.programs[b].samples;
+  });
+  const uint64_t total = d.profile.total().samples;
+  for (size_t i : order) {
+    const ProgramRow& p = d.programs[i];
+    t.add_row({std::to_string(p.samples), percent(p.samples, total), std::to_string(p.id), p.tag,
+               relative_time(p.load_ns, d.header.start_ns),
+               p.unload_ns ? relative_time(*p.unload_ns, d.header.start_ns) : "end", p.name});
+    // A program with one function is its own function: listing it again says nothing.
+    if (p.functions.size() < 2) continue;
+    for (const FunctionRow& f : p.functions) {
+      t.add_row({std::to_string(f.samples), "", "", "", "", "", "  " + f.name});
+    }
+  }
+  return out + t.render();
+}
+
+void tree_lines(const profile::CallNode& node, uint64_t entry_samples, int depth, Table& t) {
+  for (const profile::CallNode& child : node.children) {
+    double share = 100.0 * static_cast<double>(child.samples) / static_cast<double>(entry_samples);
+    if (share < kCallerPercentLimit) continue;
+    t.add_note(fmt::format("  {:>14}  {:{}}{} ({})", percent(child.samples, entry_samples), "",
+                           2 * depth, child.symbol, child.dso));
+    tree_lines(child, entry_samples, depth + 1, t);
+  }
+}
+
+std::string entries_text(const ReportData& d, const RenderOptions& o) {
+  profile::GroupOptions g;
+  g.keys = o.keys;
+  g.program_names = program_names(d);
+  g.bpf_only = o.bpf_only;
+  g.with_stacks = o.callgraph;
+  std::vector<profile::Row> rows = profile::group(d.profile, g);
+  const bool dso = std::find(o.keys.begin(), o.keys.end(), SortKey::kDso) != o.keys.end();
+  std::vector<Table::Column> columns{{"Overhead", Table::Align::kRight},
+                                     {"Samples", Table::Align::kRight}};
+  static constexpr const char* kTitles[] = {"Program", "Symbol", "Shared Object",
+                                            "Command", "Pid:Command", "Line"};
+  for (SortKey k : o.keys) {
+    // The implied dso goes first so a long symbol does not widen the table.
+    if (k == SortKey::kSym && !dso) columns.push_back({"Shared Object"});
+    columns.push_back({kTitles[static_cast<int>(k)]});
+  }
+  Table t(std::move(columns));
+  const uint64_t total = d.profile.total().samples;
+  for (const profile::Row& r : rows) {
+    std::vector<std::string> cells{percent(r.counts.samples, total), std::to_string(r.counts.samples)};
+    for (size_t i = 0; i < o.keys.size(); i++) {
+      if (o.keys[i] == SortKey::kSym && !dso) cells.push_back(r.sym_dso);
+      cells.push_back(r.values[i]);
+    }
+    t.add_row(std::move(cells));
+    if (o.callgraph) {
+      profile::CallNode tree = profile::callers_tree(d.profile, r.stacks);
+      if (!tree.children.empty()) {
+        tree_lines(tree, r.counts.samples, 0, t);
+        t.add_note("");
+      }
+    }
+  }
+  std::vector<std::string_view> key_names;
+  for (SortKey k : o.keys) key_names.push_back(profile::sort_key_name(k));
+  std::string title = fmt::format("#\n# Samples by {}{}\n", fmt::join(key_names, ","),
+                                  o.bpf_only ? " (BPF leaf frames only)" : "");
+  if (rows.empty()) return title + "# (no samples)\n";
+  return title + t.render();
+}
+
+std::string diagnostics_text(const ReportData& d) {
+  std::string out = "#\n# diagnostics:";
+  size_t width = out.size() - 2;
+  for (const auto& [name, value] : d.profile.counters()) {
+    std::string item = fmt::format(" {}={}", name, value);
+    if (width + item.size() > 96) {
+      out += "\n#  ";
+      width = 3;
+    }
+    out += item;
+    width += item.size();
+  }
+  return out + "\n";
+}
+
+}  // namespace
+
+std::string relative_time(uint64_t t, uint64_t start_ns) {
+  if (t == 0) return "start";
+  double s = (static_cast<double>(t) - static_cast<double>(start_ns)) / 1e9;
+  return fmt::format("{:+.6f}", s);
+}
+
+std::string render_text(const ReportData& data, const RenderOptions& options) {
+  return header_text(data) + programs_text(data) + entries_text(data, options) +
+         diagnostics_text(data);
+}
+
+}  // namespace bpfprof::report

@@ -1,0 +1,56 @@
+// SPDX-License-Identifier: Apache-2.0
+// ReportData: everything renderers see — header facts, the BPF program table
+// and the aggregated profile. Renderers never see records.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "profile/profile.h"
+
+namespace bpfprof::report {
+
+// Facts about the recording for the report header. Times are event-clock ns.
+struct Header {
+  std::string host;      // HOSTNAME feature, "" if absent
+  std::string kernel;    // OSRELEASE feature
+  std::string arch;
+  std::vector<std::string> events;  // attr names ("cycles", "dummy:u", ...)
+  uint64_t start_ns = 0;  // earliest non-zero timestamp of any record
+  uint64_t end_ns = 0;    // latest timestamp of any record
+  uint64_t records = 0;   // records in the data section
+  uint64_t lost = 0;      // LOST + LOST_SAMPLES: samples/records the kernel dropped
+  uint64_t throttled = 0; // THROTTLE records
+  uint64_t duration_ns() const { return end_ns > start_ns ? end_ns - start_ns : 0; }
+};
+
+struct FunctionRow {
+  std::string name;  // the function's ksym name
+  uint64_t samples = 0;
+};
+
+// One BPF program instance (one load .. unload) with the samples whose leaf
+// frame is in its code.
+struct ProgramRow {
+  uint32_t id = 0;
+  std::string name;
+  std::string tag;                     // 16 hex digits
+  uint64_t load_ns = 0;                // 0 = loaded before recording began
+  std::optional<uint64_t> unload_ns;   // none = still loaded at the end
+  uint64_t samples = 0;
+  std::vector<FunctionRow> functions;  // in program order (main function first)
+};
+
+struct ReportData {
+  Header header;
+  // In the symbolizer's program order; index i is Frame::bpf_program == i + 1.
+  std::vector<ProgramRow> programs;
+  profile::Profile profile;  // counters() holds the diagnostics
+};
+
+// Program names indexed like ReportData::programs (for profile::GroupOptions).
+std::vector<std::string> program_names(const ReportData& data);
+
+}  // namespace bpfprof::report

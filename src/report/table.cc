@@ -1,0 +1,53 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "report/table.h"
+
+#include <algorithm>
+#include <cstdint>
+
+#include <fmt/format.h>
+
+namespace bpfprof::report {
+
+void Table::add_row(std::vector<std::string> cells) {
+  cells.resize(columns_.size());
+  lines_.push_back(Line{std::move(cells), {}});
+}
+
+void Table::add_note(std::string line) { lines_.push_back(Line{{}, std::move(line)}); }
+
+std::string Table::render() const {
+  std::vector<size_t> width(columns_.size());
+  for (size_t c = 0; c < columns_.size(); c++) width[c] = columns_[c].title.size();
+  for (const Line& l : lines_) {
+    for (size_t c = 0; c < l.cells.size(); c++) width[c] = std::max(width[c], l.cells[c].size());
+  }
+  auto format_line = [&](const std::vector<std::string>& cells, const char* prefix) {
+    std::string out = prefix;
+    for (size_t c = 0; c < cells.size(); c++) {
+      const bool last = c + 1 == cells.size();
+      if (c > 0) out += "  ";
+      if (columns_[c].align == Align::kRight) {
+        out += fmt::format("{:>{}}", cells[c], width[c]);
+      } else if (last) {
+        out += cells[c];
+      } else {
+        out += fmt::format("{:<{}}", cells[c], width[c]);
+      }
+    }
+    while (!out.empty() && out.back() == ' ') out.pop_back();
+    out += '\n';
+    return out;
+  };
+  std::vector<std::string> titles;
+  for (const Column& c : columns_) titles.push_back(c.title);
+  std::string out = format_line(titles, "# ");
+  for (const Line& l : lines_) out += l.cells.empty() ? l.note + "\n" : format_line(l.cells, "  ");
+  return out;
+}
+
+std::string percent(uint64_t part, uint64_t whole) {
+  if (whole == 0) return "0.00%";
+  return fmt::format("{:.2f}%", 100.0 * static_cast<double>(part) / static_cast<double>(whole));
+}
+
+}  // namespace bpfprof::report

@@ -1,0 +1,147 @@
+// SPDX-License-Identifier: Apache-2.0
+// Golden tests: runs the built bpfprof on the recordings under tests/golden/
+// and compares with the expected outputs next to them. On a mismatch the
+// output is written to <expected>.actual and a unified diff is printed;
+// BPFPROF_UPDATE_GOLDEN=1 rewrites the expectations instead (review the diff).
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "testing/subprocess.h"
+
+namespace bpfprof::testing {
+namespace {
+
+const std::string kBin = BPFPROF_BIN_DIR;
+const std::string kGolden = BPFPROF_GOLDEN_DIR;
+
+// One expected file: the case folder, its name, and the bpfprof arguments
+// that produce it (the input is added as `-i <case>/perf.data`). The README
+// here lists the same table.
+struct GoldenFile {
+  const char* case_name;
+  const char* expected;
+  std::vector<std::string> args;
+};
+
+const GoldenFile kFiles[] = {
+    {"bpf_lifecycle", "report.txt", {"report"}},
+    {"bpf_lifecycle", "report.json", {"report", "--format", "json"}},
+    {"bpf_lifecycle", "report-g.txt", {"report", "-g"}},
+    {"bpf_lifecycle", "report-prog-comm.txt", {"report", "--bpf-only", "--sort", "prog,comm"}},
+    {"bpf_lifecycle", "script.txt", {"script"}},
+    {"bpf_lifecycle", "script.jsonl", {"script", "--format", "json"}},
+    {"degraded", "report.txt", {"report"}},
+    {"degraded", "report.json", {"report", "--format", "json"}},
+    {"degraded", "script.txt", {"script"}},
+};
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+void write_file(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << text;
+}
+
+class GoldenTest : public ::testing::TestWithParam<GoldenFile> {};
+
+TEST_P(GoldenTest, MatchesExpected) {
+  const GoldenFile& g = GetParam();
+  const std::string dir = kGolden + "/" + g.case_name;
+  std::vector<std::string> argv{kBin + "/bpfprof"};
+  argv.insert(argv.end(), g.args.begin(), g.args.end());
+  argv.insert(argv.end(), {"-i", dir + "/perf.data", "-j", "2"});
+  RunResult r = run(argv);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string expected_path = dir + "/" + g.expected;
+  const char* update = std::getenv("BPFPROF_UPDATE_GOLDEN");
+  if (update != nullptr && std::string(update) == "1") {
+    write_file(expected_path, r.out);
+    std::remove((expected_path + ".actual").c_str());
+    return;
+  }
+  const std::string expected = read_file(expected_path);
+  if (expected == r.out) {
+    std::remove((expected_path + ".actual").c_str());
+    return;
+  }
+  write_file(expected_path + ".actual", r.out);
+  RunResult diff = run({"diff", "-u", expected_path, expected_path + ".actual"});
+  ADD_FAILURE() << expected_path << " differs (BPFPROF_UPDATE_GOLDEN=1 rewrites it):\n"
+                << diff.out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Files, GoldenTest, ::testing::ValuesIn(kFiles),
+                         [](const ::testing::TestParamInfo<GoldenFile>& info) {
+                           std::string name = std::string(info.param.case_name) + "_" +
+                                              info.param.expected;
+                           for (char& c : name) {
+                             if (!isalnum(static_cast<unsigned char>(c))) c = '_';
+                           }
+                           return name;
+                         });
+
+// The committed recordings are exactly what the generator writes, so the
+// generator is their provenance and can be edited to add cases.
+TEST(GoldenData, GeneratorReproducesCommittedFiles) {
+  TempDir tmp;
+  for (const char* c : {"bpf_lifecycle", "degraded"}) {
+    ASSERT_EQ(run({"mkdir", "-p", tmp.file(c)}).exit_code, 0);
+  }
+  RunResult gen = run({BPFPROF_GOLDEN_GEN, tmp.path()});
+  ASSERT_EQ(gen.exit_code, 0) << gen.err;
+  for (const char* c : {"bpf_lifecycle", "degraded"}) {
+    EXPECT_EQ(read_file(tmp.file(std::string(c) + "/perf.data")),
+              read_file(kGolden + "/" + c + "/perf.data"))
+        << c << "/perf.data is not what the generator writes; regenerate with "
+        << "bpfprof_golden_gen " << kGolden;
+  }
+}
+
+// Pass 2 splits samples across threads and merges: any split gives the same report.
+TEST(GoldenData, ThreadCountDoesNotChangeOutput) {
+  const std::string in = kGolden + "/bpf_lifecycle/perf.data";
+  RunResult one = run({kBin + "/bpfprof", "report", "-g", "--format", "json", "-j", "1", "-i", in});
+  RunResult many = run({kBin + "/bpfprof", "report", "-g", "--format", "json", "-j", "7", "-i", in});
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  EXPECT_EQ(one.out, many.out);
+  RunResult s1 = run({kBin + "/bpfprof", "script", "-j", "1", "-i", in});
+  RunResult s5 = run({kBin + "/bpfprof", "script", "-j", "5", "-i", in});
+  EXPECT_EQ(s1.out, s5.out);
+}
+
+// A corrupt file: exit code 1 and one line naming the byte offset.
+TEST(GoldenErrors, CorruptInputIsOneLineWithOffset) {
+  TempDir tmp;
+  std::string bytes = read_file(kGolden + "/bpf_lifecycle/perf.data");
+  ASSERT_GT(bytes.size(), 400u);
+  // The first record's header.size in the data section (data offset is at byte 40).
+  uint64_t data_offset = 0;
+  std::memcpy(&data_offset, bytes.data() + 40, 8);
+  bytes[data_offset + 6] = 3;  // size 3 < header size
+  bytes[data_offset + 7] = 0;
+  write_file(tmp.file("bad.data"), bytes);
+  RunResult r = run({kBin + "/bpfprof", "report", "-i", tmp.file("bad.data")});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("byte offset"), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  RunResult missing = run({kBin + "/bpfprof", "script", "-i", tmp.file("none.data")});
+  EXPECT_EQ(missing.exit_code, 1) << missing.err;
+  RunResult bad_key = run({kBin + "/bpfprof", "report", "--sort", "cpu", "-i", tmp.file("bad.data")});
+  EXPECT_EQ(bad_key.exit_code, 2);
+  EXPECT_NE(bad_key.err.find("valid keys: prog, sym, dso, comm, pid, line"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace bpfprof::testing
