@@ -1,0 +1,126 @@
+// SPDX-License-Identifier: Apache-2.0
+// Real kernel, end to end: record the BPF workload with `bpfprof record -a -g`,
+// then `bpfprof report` names the long-lived program with samples, attributes
+// its hot line, and `bpfprof script` prints as many samples as `perf script`.
+#include <algorithm>
+#include <fstream>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "testing/subprocess.h"
+
+namespace bpfprof::testing {
+namespace {
+
+const std::string kBin = BPFPROF_BIN_DIR;
+
+struct Fixture {
+  TempDir dir;
+  std::string data, truth;
+  std::string skip_reason;
+  nlohmann::json truth_json;
+};
+Fixture* g = nullptr;
+
+class ReportKernelTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    g = new Fixture;
+    g->data = g->dir.file("rec.data");
+    g->truth = g->dir.file("truth.json");
+    RunResult probe = run({kBin + "/bpfprof-workload", "--probe"});
+    if (probe.exit_code != 0) {
+      g->skip_reason = "BPF refused by this kernel: " + probe.out + probe.err;
+      return;
+    }
+    RunResult rec = run({kBin + "/bpfprof", "record", "-a", "-g", "-F", "999", "-q", "-o", g->data,
+                         "--", kBin + "/bpfprof-workload", "--programs", "6", "--lifetime", "50ms",
+                         "--long-lived", "1s", "--truth", g->truth, "--quiet"});
+    if (rec.exit_code == 2 && rec.err.find("ermission") != std::string::npos) {
+      g->skip_reason = "recording refused: " + rec.err;
+      return;
+    }
+    ASSERT_EQ(rec.exit_code, 0) << rec.err;
+    std::ifstream in(g->truth);
+    g->truth_json = nlohmann::json::parse(in, nullptr, false);
+  }
+  static void TearDownTestSuite() {
+    delete g;
+    g = nullptr;
+  }
+  void SetUp() override {
+    ASSERT_NE(g, nullptr);
+    if (!g->skip_reason.empty()) BPFPROF_KERNEL_SKIP(g->skip_reason);
+    ASSERT_TRUE(g->truth_json.is_object()) << "no workload truth";
+  }
+  const nlohmann::json& long_lived() const {
+    for (const auto& p : g->truth_json["programs"]) {
+      if (p["kind"] == "long-lived") return p;
+    }
+    static const nlohmann::json none;
+    return none;
+  }
+};
+
+TEST_F(ReportKernelTest, LongLivedProgramHasSamplesAndItsName) {
+  const nlohmann::json& truth = long_lived();
+  ASSERT_TRUE(truth.is_object()) << g->truth_json.dump();
+  RunResult r = run({kBin + "/bpfprof", "report", "--format", "json", "-i", g->data});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_GT(j["samples"].get<uint64_t>(), 0u);
+  const nlohmann::json* found = nullptr;
+  for (const auto& p : j["programs"]) {
+    if (p["id"] == truth["id"]) found = &p;
+  }
+  ASSERT_NE(found, nullptr) << "program id " << truth["id"] << " missing from the report";
+  EXPECT_EQ((*found)["name"], "long_burner");
+  EXPECT_EQ((*found)["tag"], truth["tag"]);
+  EXPECT_GT((*found)["samples"].get<uint64_t>(), 0u);
+  // Its functions are the ones the kernel JIT'd, named as kallsyms names them.
+  std::vector<std::string> names;
+  for (const auto& f : (*found)["functions"]) names.push_back(f["name"]);
+  for (const auto& f : truth["functions"]) {
+    EXPECT_NE(std::find(names.begin(), names.end(), f["ksym"].get<std::string>()), names.end())
+        << f["ksym"];
+  }
+  // Every short-lived program of the truth is in the table too, with its id.
+  for (const auto& p : g->truth_json["programs"]) {
+    bool listed = false;
+    for (const auto& q : j["programs"]) listed = listed || q["id"] == p["id"];
+    EXPECT_TRUE(listed) << p["name"] << " id " << p["id"];
+  }
+  EXPECT_TRUE(j["diagnostics"].is_object());
+}
+
+TEST_F(ReportKernelTest, HotLineLeadsTheLongLivedProgram) {
+  const nlohmann::json& truth = long_lived();
+  ASSERT_TRUE(truth.is_object());
+  RunResult r = run({kBin + "/bpfprof", "report", "--format", "json", "--bpf-only", "--sort",
+                     "prog,line", "-i", g->data});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  const std::string hot = truth["hot_line"]["file"].get<std::string>() + ":" +
+                          std::to_string(truth["hot_line"]["line"].get<int>());
+  for (const auto& e : j["entries"]) {
+    if (e["prog"] != "long_burner") continue;
+    EXPECT_EQ(e["line"], hot) << r.out;  // entries are sorted by samples
+    return;
+  }
+  ADD_FAILURE() << "no long_burner entry: " << r.out;
+}
+
+TEST_F(ReportKernelTest, ScriptPrintsAsManySamplesAsPerf) {
+  RunResult ours = run({kBin + "/bpfprof", "script", "-i", g->data});
+  ASSERT_EQ(ours.exit_code, 0) << ours.err;
+  RunResult perf = run({"perf", "script", "-F", "tid,time", "-i", g->data});
+  if (perf.exit_code == 127 || perf.exit_code < 0) GTEST_SKIP() << "perf not installed";
+  ASSERT_EQ(perf.exit_code, 0) << perf.err;
+  auto lines = [](const std::string& s) { return std::count(s.begin(), s.end(), '\n'); };
+  EXPECT_GT(lines(ours.out), 0);
+  EXPECT_EQ(lines(ours.out), lines(perf.out));
+}
+
+}  // namespace
+}  // namespace bpfprof::testing
