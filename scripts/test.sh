@@ -27,6 +27,7 @@ log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 status=0
 ctest --test-dir "$build" --output-on-failure --timeout 600 2>&1 | tee "$log" || status=$?
+scripts/fuzz.sh "${BPFPROF_FUZZ_SECONDS:-20}" || status=1  # libFuzzer targets, short run
 if [ "$BPFPROF_REQUIRE_KERNEL" = 1 ] && grep -q '(Skipped)' "$log"; then
   echo "test: FAILED: tests skipped on a machine that supports them"
   status=1

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets (fuzz/) with clang, ASan and UBSan in their own
+# build directory and runs each for N seconds (default 20) over a copy of its
+# seed corpus (fuzz/corpus/<target>). Fails on any crash, leak, timeout or
+# sanitizer report; the reproducer is kept under <build>/fuzz-artifacts.
+# Long runs by hand: scripts/fuzz.sh 3600
+set -euo pipefail
+cd "$(dirname "$0")/.."
+seconds=${1:-20}
+build=${BPFPROF_FUZZ_BUILD_DIR:-build-fuzz}
+targets=(records reader features)
+
+# libFuzzer's runtime comes with clang's "recommended" package, which
+# install-deps.sh (--no-install-recommends) does not pull in.
+runtime="$(clang -print-resource-dir)/lib/linux/libclang_rt.fuzzer-$(uname -m).a"
+if [ ! -e "$runtime" ]; then
+  major=$(clang -dumpversion | cut -d. -f1)
+  echo "fuzz: installing libclang-rt-$major-dev (libFuzzer runtime)"
+  if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; else SUDO=; fi
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "libclang-rt-$major-dev"
+fi
+
+CC=clang CXX=clang++ cmake -S . -B "$build" -G Ninja -DBPFPROF_FUZZ=ON -DBPFPROF_TESTS=OFF \
+  -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+# Only the fuzz targets and the libraries they link, not the whole project.
+cmake --build "$build" --target "${targets[@]/#/bpfprof_fuzz_}"
+
+artifacts="$build/fuzz-artifacts"
+mkdir -p "$artifacts"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+status=0
+for t in "${targets[@]}"; do
+  mkdir -p "$work/$t"
+  cp fuzz/corpus/"$t"/* "$work/$t"/
+  echo "fuzz: $t for ${seconds}s"
+  if ! "$build/fuzz/bpfprof_fuzz_$t" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
+       -print_final_stats=1 -artifact_prefix="$artifacts/$t-" "$work/$t" >"$work/$t.log" 2>&1; then
+    echo "fuzz: $t FAILED; last lines of its log (reproducer in $artifacts):"
+    tail -n 40 "$work/$t.log"
+    status=1
+  else
+    grep -E '^stat::number_of_executed_units|^Done' "$work/$t.log" | sed "s/^/fuzz: $t: /"
+  fi
+done
+exit "$status"
