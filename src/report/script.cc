@@ -52,6 +52,13 @@ void format_sample(const Session& session, const SampleRef& ref, ScriptFormat fo
                              {"sym", leaf.symbol},
                              {"off", off},
                              {"dso", leaf.dso}};
+    if (leaf.bpf_program != 0) {
+      // Names repeat across program instances (same code, same tag): the id
+      // says which instance ran.
+      const symbols::BpfProgram& p = sym.bpf_programs()[leaf.bpf_program - 1];
+      j["bpf_prog_id"] = p.id;
+      j["bpf_prog"] = p.name;
+    }
     out += j.dump();
     out += '\n';
     return;

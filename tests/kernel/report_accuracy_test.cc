@@ -1,0 +1,188 @@
+// SPDX-License-Identifier: Apache-2.0
+// Accuracy of time-correct BPF attribution against the workload's ground
+// truth: short-lived programs, subprograms, and JIT ranges reused by later
+// programs, recorded once by `bpfprof record` and once by Linux `perf record`
+// (CLOCK_MONOTONIC, so the truth's times apply), each reported by bpfprof.
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "testing/subprocess.h"
+#include "tests/kernel/recording.h"
+
+namespace bpfprof::testing {
+namespace {
+
+const std::string kBin = BPFPROF_BIN_DIR;
+
+std::vector<std::string> workload_args(const std::string& truth) {
+  return {kBin + "/bpfprof-workload", "--programs", "60", "--lifetime", "2ms,5ms,20ms,60ms",
+          "--subprog-programs", "6", "--long-lived", "500ms", "--threads", "2", "--truth", truth,
+          "--quiet"};
+}
+
+struct Case {
+  std::string data, truth;
+  RunResult record, script, report;
+  std::vector<TruthProgram> programs;
+};
+
+struct Fixture {
+  TempDir dir;
+  std::string skip_reason;
+  Case ours, perfs;
+};
+Fixture* g = nullptr;
+
+void record_case(Case& c, const std::vector<std::string>& recorder) {
+  std::vector<std::string> argv = recorder;
+  auto wl = workload_args(c.truth);
+  argv.insert(argv.end(), wl.begin(), wl.end());
+  c.record = run(argv);
+  ASSERT_EQ(c.record.exit_code, 0) << c.record.err;
+  c.programs = read_truth(c.truth);
+  c.script = run({kBin + "/bpfprof", "script", "-i", c.data, "--format", "json"});
+  ASSERT_EQ(c.script.exit_code, 0) << c.script.err;
+  c.report = run({kBin + "/bpfprof", "report", "-i", c.data, "--format", "json"});
+  ASSERT_EQ(c.report.exit_code, 0) << c.report.err;
+}
+
+class ReportAccuracyTest : public ::testing::TestWithParam<bool> {
+ protected:
+  static void SetUpTestSuite() {
+    g = new Fixture;
+    RunResult probe = run({kBin + "/bpfprof-workload", "--probe"});
+    if (probe.exit_code != 0) {
+      g->skip_reason = "BPF refused by this kernel: " + probe.out + probe.err;
+      return;
+    }
+    g->ours.data = g->dir.file("ours.data");
+    g->ours.truth = g->dir.file("ours.json");
+    record_case(g->ours, {kBin + "/bpfprof", "record", "-a", "-g", "-F", "4999", "-q", "-o",
+                          g->ours.data, "--"});
+    g->perfs.data = g->dir.file("perf.data");
+    g->perfs.truth = g->dir.file("perf.json");
+    record_case(g->perfs, {"perf", "record", "-q", "-a", "-g", "-F", "4999", "-e", "cpu-clock",
+                           "-k", "CLOCK_MONOTONIC", "-o", g->perfs.data, "--"});
+  }
+  static void TearDownTestSuite() {
+    delete g;
+    g = nullptr;
+  }
+  void SetUp() override {
+    ASSERT_NE(g, nullptr);
+    if (!g->skip_reason.empty()) BPFPROF_KERNEL_SKIP(g->skip_reason);
+    ASSERT_FALSE(c().programs.empty()) << c().record.err;
+  }
+  static Case& c() { return GetParam() ? g->perfs : g->ours; }
+};
+
+struct Sample {
+  uint64_t time = 0, ip = 0;
+  uint32_t prog = 0;  // bpf_prog_id, 0 = not BPF
+};
+
+std::vector<Sample> parse_script(const std::string& out) {
+  std::vector<Sample> samples;
+  std::istringstream lines(out);
+  std::string line;
+  while (std::getline(lines, line)) {
+    auto j = nlohmann::json::parse(line);
+    Sample s;
+    s.time = j.at("time").get<uint64_t>();
+    s.ip = std::stoull(j.at("ip").get<std::string>(), nullptr, 16);
+    if (j.contains("bpf_prog_id")) s.prog = j.at("bpf_prog_id").get<uint32_t>();
+    samples.push_back(s);
+  }
+  return samples;
+}
+
+// The truth program whose JIT range holds ip while it was alive (after its
+// load returned, before its close): exactly one program can own an address
+// at a time.
+const TruthProgram* owner(const std::vector<TruthProgram>& programs, const Sample& s) {
+  for (const auto& p : programs) {
+    if (s.time < p.load_ns || s.time > p.unload_ns) continue;
+    for (const auto& f : p.functions)
+      if (s.ip >= f.addr && s.ip < f.addr + f.len) return &p;
+  }
+  return nullptr;
+}
+
+TEST_P(ReportAccuracyTest, SamplesInAProgramsRangeNameThatProgram) {
+  auto samples = parse_script(c().script.out);
+  ASSERT_FALSE(samples.empty());
+  size_t in_range = 0, right = 0;
+  std::map<uint32_t, size_t> wrong_by;
+  for (const auto& s : samples) {
+    const TruthProgram* p = owner(c().programs, s);
+    if (!p) continue;
+    in_range++;
+    if (s.prog == p->id) right++;
+    else wrong_by[s.prog]++;
+  }
+  std::printf("%s: %zu samples, %zu inside a workload program's range while alive, %zu (%.3f%%) "
+              "attributed to that program\n",
+              GetParam() ? "perf record" : "bpfprof record", samples.size(), in_range, right,
+              in_range ? 100.0 * right / in_range : 0.0);
+  ASSERT_GE(in_range, 500u) << "the workload burned well over a second in BPF at 4999 Hz";
+  EXPECT_GE(right * 1000, in_range * 995) << "fewer than 99.5% attributed correctly";
+}
+
+TEST_P(ReportAccuracyTest, NoSampleNamesAProgramThatWasNotAlive) {
+  std::map<uint32_t, const TruthProgram*> by_id;
+  for (const auto& p : c().programs) by_id[p.id] = &p;
+  // Read from the truth file of the held-open range: a program exists from
+  // inside its load call (KSYMBOL comes before load_ns) to its close.
+  size_t checked = 0;
+  for (const auto& s : parse_script(c().script.out)) {
+    auto it = by_id.find(s.prog);
+    if (it == by_id.end()) continue;
+    const TruthProgram& p = *it->second;
+    checked++;
+    EXPECT_GE(s.time + p.load_duration_ns, p.load_ns) << "sample before program " << p.id << " loaded";
+    EXPECT_LE(s.time, p.unload_ns) << "sample after program " << p.id << " was closed";
+  }
+  EXPECT_GT(checked, 0u);
+}
+
+TEST_P(ReportAccuracyTest, EveryProgramWithTenSamplesIsInTheReport) {
+  auto report = nlohmann::json::parse(c().report.out);
+  std::map<uint32_t, uint64_t> reported;
+  for (const auto& p : report.at("programs")) reported[p.at("id").get<uint32_t>()] = p.at("samples").get<uint64_t>();
+  std::map<uint32_t, size_t> in_range;
+  for (const auto& s : parse_script(c().script.out))
+    if (const TruthProgram* p = owner(c().programs, s)) in_range[p->id]++;
+  size_t programs = 0;
+  for (const auto& [id, n] : in_range) {
+    if (n < 10) continue;
+    programs++;
+    ASSERT_EQ(reported.count(id), 1u) << "program " << id << " with " << n << " samples missing";
+    EXPECT_GE(reported[id] + reported[id] / 100 + 1, n) << "program " << id;
+  }
+  EXPECT_GE(programs, 5u);
+}
+
+TEST_P(ReportAccuracyTest, SomeJitRangesWereReused) {
+  // Ranges overlapping an earlier program's: the case time-correct lookup is for.
+  size_t reused = 0;
+  const auto& ps = c().programs;
+  for (size_t i = 0; i < ps.size(); i++)
+    for (size_t j = 0; j < i; j++)
+      for (const auto& a : ps[i].functions)
+        for (const auto& b : ps[j].functions)
+          if (a.addr < b.addr + b.len && b.addr < a.addr + a.len) reused++;
+  std::printf("%zu function ranges overlap an earlier program's\n", reused);
+  EXPECT_GT(reused, 0u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Recorders, ReportAccuracyTest, ::testing::Values(false, true),
+                         [](const auto& info) { return info.param ? "PerfRecord" : "BpfprofRecord"; });
+
+}  // namespace
+}  // namespace bpfprof::testing
