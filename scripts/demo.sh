@@ -15,5 +15,7 @@ out=${1:-demo.data}
   "$build/bin/bpfprof-workload" --programs 30 --lifetime 50ms,200ms --subprog-programs 4 \
   --long-lived 1s --truth "$out.truth.json" --quiet
 echo
-echo "== BPF programs and symbols by samples (perf report -i $out) =="
-perf report -i "$out" --stdio --no-children --sort sym -g none 2>/dev/null | grep -v "^$" | head -30
+"$build/bin/bpfprof" report -i "$out" --sort sym | head -60
+echo
+echo "Also: $build/bin/bpfprof report -i $out --bpf-only --sort prog,line   (cost per BPF source line)"
+echo "      perf report -i $out                                        (Linux perf reads the same file)"
