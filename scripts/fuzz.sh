@@ -10,14 +10,11 @@ seconds=${1:-20}
 build=${BPFPROF_FUZZ_BUILD_DIR:-build-fuzz}
 targets=(records reader features)
 
-# libFuzzer's runtime comes with clang's "recommended" package, which
-# install-deps.sh (--no-install-recommends) does not pull in.
+# libFuzzer's runtime (libclang-rt-14-dev) is in install-deps.sh.
 runtime="$(clang -print-resource-dir)/lib/linux/libclang_rt.fuzzer-$(uname -m).a"
 if [ ! -e "$runtime" ]; then
-  major=$(clang -dumpversion | cut -d. -f1)
-  echo "fuzz: installing libclang-rt-$major-dev (libFuzzer runtime)"
-  if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; else SUDO=; fi
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "libclang-rt-$major-dev"
+  echo "fuzz: no libFuzzer runtime at $runtime: run scripts/install-deps.sh"
+  exit 1
 fi
 
 CC=clang CXX=clang++ cmake -S . -B "$build" -G Ninja -DBPFPROF_FUZZ=ON -DBPFPROF_TESTS=OFF \

@@ -10,7 +10,7 @@ packages=(
   libbpf-dev libelf-dev libdw-dev zlib1g-dev libzstd-dev libcapstone-dev
   libcli11-dev libfmt-dev nlohmann-json3-dev libprotobuf-dev protobuf-compiler
   # tests and benchmarks
-  googletest libgtest-dev libgmock-dev libbenchmark-dev
+  googletest libgtest-dev libgmock-dev libbenchmark-dev libclang-rt-14-dev
   # peers
   linux-perf bpftool time
 )
