@@ -1,8 +1,13 @@
 #!/usr/bin/env bash
 # Configures and builds bpfprof into ${BPFPROF_BUILD_DIR:-build} (two jobs: the
-# machines this project runs on have two cores). Extra arguments go to cmake.
+# machines this project runs on have two cores). Arguments name targets to
+# build (default: everything, tests included).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${BPFPROF_BUILD_DIR:-build}
-cmake -S . -B "$build" -G Ninja -DBPFPROF_WERROR=ON "$@" >/dev/null
-cmake --build "$build" -j2
+cmake -S . -B "$build" -G Ninja -DBPFPROF_WERROR=ON -DBPFPROF_TESTS=ON >/dev/null
+if [ $# -gt 0 ]; then
+  cmake --build "$build" -j2 --target "$@"
+else
+  cmake --build "$build" -j2
+fi

@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 if [ "$(id -u)" -ne 0 ]; then exec sudo --preserve-env=BPFPROF_BUILD_DIR "$0" "$@"; fi
 
 scripts/install-deps.sh >/dev/null
-scripts/build.sh -DBPFPROF_TESTS=OFF >/dev/null
+scripts/build.sh bpfprof bpfprof-workload >/dev/null
 build=${BPFPROF_BUILD_DIR:-build}
 out=${1:-demo.data}
 

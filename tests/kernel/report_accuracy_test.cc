@@ -168,6 +168,29 @@ TEST_P(ReportAccuracyTest, EveryProgramWithTenSamplesIsInTheReport) {
   EXPECT_GE(programs, 5u);
 }
 
+TEST_P(ReportAccuracyTest, UnloadDelayAfterTheWorkloadsClose) {
+  // A recorder that holds a program (to read its info) delays its unload past
+  // the workload's own close; measured for both recorders on the same workload.
+  Recording rec = read_recording(c().data);
+  std::map<uint32_t, uint64_t> unload_time;
+  for (const auto& b : rec.bpf_events)
+    if (b.type == 2) unload_time[b.id] = b.time;
+  std::vector<int64_t> delays;
+  for (const auto& p : c().programs) {
+    auto it = unload_time.find(p.id);
+    ASSERT_NE(it, unload_time.end()) << "no PROG_UNLOAD for program " << p.id;
+    delays.push_back(static_cast<int64_t>(it->second) - static_cast<int64_t>(p.unload_ns));
+  }
+  std::sort(delays.begin(), delays.end());
+  size_t delayed = std::count_if(delays.begin(), delays.end(), [](int64_t d) { return d > 0; });
+  std::printf("%s: unload after the workload's close: median %+lld us, max %+lld us; %zu of %zu "
+              "programs unloaded later than their close\n",
+              GetParam() ? "perf record" : "bpfprof record",
+              static_cast<long long>(delays[delays.size() / 2] / 1000),
+              static_cast<long long>(delays.back() / 1000), delayed, delays.size());
+  EXPECT_LT(delays.back(), 1'000'000'000) << "a program was held for over a second";
+}
+
 TEST_P(ReportAccuracyTest, SomeJitRangesWereReused) {
   // Ranges overlapping an earlier program's: the case time-correct lookup is for.
   size_t reused = 0;
