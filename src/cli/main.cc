@@ -10,6 +10,7 @@
 
 #include "cli/record_command.h"
 #include "cli/report_command.h"
+#include "cli/subcommand.h"
 
 int main(int argc, char** argv) {
   // The enricher thread keeps every program's JIT image and line info until
@@ -19,15 +20,29 @@ int main(int argc, char** argv) {
   mallopt(M_TRIM_THRESHOLD, 64 << 20);
   CLI::App app("bpfprof: a profiler that tells which BPF programs burn CPU", "bpfprof");
   app.require_subcommand(1);
-  bpfprof::cli::RecordFlags record_flags;
-  CLI::App* record = bpfprof::cli::add_record_command(app, record_flags);
-  bpfprof::cli::ReportFlags report_flags;
-  CLI::App* report = bpfprof::cli::add_report_command(app, report_flags);
-  bpfprof::cli::ScriptFlags script_flags;
-  CLI::App* script = bpfprof::cli::add_script_command(app, script_flags);
+  using bpfprof::cli::make_subcommand;
+  using Args = std::vector<std::string>;
+  // One line per command.
+  const std::vector<bpfprof::cli::Subcommand> commands = {
+      make_subcommand<bpfprof::cli::RecordFlags>(
+          app, bpfprof::cli::add_record_command,
+          [](bpfprof::cli::RecordFlags& f, const Args& argv, const Args& command) {
+            f.command = command;
+            return bpfprof::cli::run_record(f, argv);
+          }),
+      make_subcommand<bpfprof::cli::ReportFlags>(
+          app, bpfprof::cli::add_report_command,
+          [](bpfprof::cli::ReportFlags& f, const Args&, const Args&) {
+            return bpfprof::cli::run_report(f);
+          }),
+      make_subcommand<bpfprof::cli::ScriptFlags>(
+          app, bpfprof::cli::add_script_command,
+          [](bpfprof::cli::ScriptFlags& f, const Args&, const Args&) {
+            return bpfprof::cli::run_script(f);
+          }),
+  };
   std::vector<std::string> args(argv, argv + argc);
   auto [flag_args, command] = bpfprof::cli::split_at_dash_dash(args);
-  record_flags.command = command;
   std::vector<const char*> flag_argv;
   for (const std::string& a : flag_args) flag_argv.push_back(a.c_str());
   try {
@@ -37,15 +52,13 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForAllHelp& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    const char* who = record->parsed()   ? "bpfprof record"
-                      : report->parsed() ? "bpfprof report"
-                      : script->parsed() ? "bpfprof script"
-                                         : "bpfprof";
-    std::fprintf(stderr, "%s: %s\n", who, e.what());
+    std::string who = "bpfprof";
+    for (const auto& c : commands)
+      if (c.app->parsed()) who += " " + c.app->get_name();
+    std::fprintf(stderr, "%s: %s\n", who.c_str(), e.what());
     return 2;
   }
-  if (record->parsed()) return bpfprof::cli::run_record(record_flags, args);
-  if (report->parsed()) return bpfprof::cli::run_report(report_flags);
-  if (script->parsed()) return bpfprof::cli::run_script(script_flags);
+  for (const auto& c : commands)
+    if (c.app->parsed()) return c.run(args, command);
   return 2;
 }
