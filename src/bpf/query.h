@@ -41,6 +41,26 @@ Result<ProgInfo> read_prog_info(int prog_fd, const std::vector<KallsymsEntry>& k
 // Raw BTF of object `btf_id`, exactly as the kernel returns it (not parsed).
 Result<BtfBlob> read_btf(uint32_t btf_id);
 
+// A program's run statistics (bpf_prog_info.run_cnt / run_time_ns). The
+// kernel counts only while BPF_STATS_RUN_TIME is enabled (enable_run_stats).
+struct RunStats {
+  uint64_t run_cnt = 0;
+  uint64_t run_time_ns = 0;
+};
+// Turns the kernel's run statistics on; they stay on while the fd is open.
+// They cost about 20 ns per program run, system-wide.
+Result<UniqueFd> enable_run_stats();
+// The scalar part of bpf_prog_info only (no arrays: one cheap call).
+Result<RunStats> read_run_stats(int prog_fd);
+
+// Whether this kernel lets us load a tracing (fentry) program: what an
+// in-kernel enricher on the unload path would need. Loads a two-instruction
+// fentry program on bpf_prog_free_id (the unload path, before the program is
+// freed) and closes it at once, never attached. Returns 0 when allowed, else
+// the errno of the refusal (EPERM where lockdown or an LSM forbids tracing;
+// ENOENT without kernel BTF).
+int probe_fentry();
+
 // Every [bpf] entry of /proc/kallsyms, sorted by address. Addresses are 0 when
 // kptr_restrict hides them (the caller then falls back to computed names).
 Result<std::vector<KallsymsEntry>> read_kallsyms_bpf(const std::string& path = "/proc/kallsyms");
