@@ -9,10 +9,13 @@ packages=(
   # libraries
   libbpf-dev libelf-dev libdw-dev zlib1g-dev libzstd-dev libcapstone-dev
   libcli11-dev libfmt-dev nlohmann-json3-dev libprotobuf-dev protobuf-compiler
+  libncurses-dev
   # tests and benchmarks
   googletest libgtest-dev libgmock-dev libbenchmark-dev libclang-rt-14-dev
   # peers
   linux-perf bpftool time
+  # a real terminal for `bpfprof top`'s screen tests
+  tmux
 )
 
 missing=()

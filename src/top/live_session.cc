@@ -1,0 +1,268 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "top/live_session.h"
+
+#include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <map>
+#include <set>
+#include <utility>
+
+#include "bpf/query.h"
+#include "perf/event_open.h"
+#include "record/kernel_maps.h"
+#include "record/synthesize.h"
+#include "symbols/symbolizer.h"
+
+namespace bpfprof::top {
+namespace {
+
+uint64_t monotonic_now_ns() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+double ms_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// As record: no PMU (VMs) shows as one of these errnos, and cpu-clock is the fallback.
+bool no_pmu(const Error& e) {
+  return e.sys_errno == ENOENT || e.sys_errno == ENODEV || e.sys_errno == EOPNOTSUPP ||
+         e.sys_errno == ENXIO;
+}
+
+// The side-band records the Symbolizer applies; the rest need not be kept.
+bool symbolizer_input(uint32_t type) {
+  switch (type) {
+    case perf::kRecordKsymbol:
+    case perf::kRecordBpfEvent:
+    case perf::kRecordMmap:
+    case perf::kRecordMmap2:
+    case perf::kRecordComm:
+    case perf::kRecordFork:
+    case perf::kRecordExit:
+      return true;
+    default:
+      return false;
+  }
+}
+
+record::EventSet::Config make_config(const LiveOptions& o, const perf::EventSpec& spec,
+                                     const std::vector<int>& cpus, const std::vector<int>& online) {
+  const auto page = static_cast<uint32_t>(::sysconf(_SC_PAGESIZE));
+  perf::SamplingConfig sc;
+  sc.event = spec;
+  sc.freq = o.frequency;
+  // Leaf frames only: top names the code that runs, not who called it.
+  sc.callchain = false;
+  sc.wakeup_watermark = o.sampling_pages * page / 4;
+  perf::SidebandConfig sb;
+  sb.wakeup_watermark = o.sideband_pages * page / 4;
+  record::EventSet::Config c;
+  c.sampling = perf::make_sampling_attr(sc);
+  c.sideband = perf::make_sideband_attr(sb, c.sampling.sample_type);
+  c.cpus = cpus;
+  c.sideband_cpus = online;
+  c.sampling_pages = o.sampling_pages;
+  c.sideband_pages = o.sideband_pages;
+  return c;
+}
+
+}  // namespace
+
+LiveSession::~LiveSession() { events_.disable_all(); }
+
+Result<std::unique_ptr<LiveSession>> LiveSession::open(const LiveOptions& o, const Notice& notice) {
+  BPFPROF_ASSIGN_OR_RETURN(const std::vector<int> online, perf::online_cpus());
+  const std::vector<int> cpus = o.cpus.empty() ? online : o.cpus;
+  std::unique_ptr<LiveSession> s(new LiveSession());
+  s->frequency_ = o.frequency;
+
+  BPFPROF_ASSIGN_OR_RETURN(perf::EventSpec spec, perf::parse_event("cycles"));
+  record::EventSet::Config config = make_config(o, spec, cpus, online);
+  auto events = record::EventSet::open(config);
+  if (!events.ok() && no_pmu(events.error())) {
+    if (notice) notice("no hardware PMU, sampling cpu-clock");
+    BPFPROF_ASSIGN_OR_RETURN(spec, perf::parse_event("cpu-clock"));
+    config = make_config(o, spec, cpus, online);
+    events = record::EventSet::open(config);
+  }
+  if (!events.ok()) return std::move(events).error();
+  s->events_ = std::move(events).value();
+  s->event_name_ = spec.name;
+  BPFPROF_ASSIGN_OR_RETURN(perf::SampleLayout layout, perf::SampleLayout::from_attr(config.sampling));
+  s->layout_ = std::make_unique<perf::SampleLayout>(layout);
+  BPFPROF_TRY(s->events_.enable_sideband());
+
+  // Statistics first, so that the baseline read after the synthesis covers
+  // every program it names and programs loaded later count from zero.
+  if (o.run_stats) {
+    auto fd = bpf::enable_run_stats();
+    if (fd.ok()) {
+      s->stats_fd_ = std::move(fd).value();
+    } else {
+      s->run_stats_note_ = "no BPF run statistics: " + fd.error().to_string();
+    }
+  }
+  BPFPROF_TRY(s->synthesize(notice));
+  if (s->run_stats()) {
+    std::vector<uint32_t> ids;
+    for (const bpf::ProgInfo& p : s->features_.bpf_prog_info) ids.push_back(p.id());
+    s->baseline_ = s->read_runs(ids);
+  }
+  BPFPROF_TRY(s->events_.enable_sampling());
+  s->interval_start_ns_ = monotonic_now_ns();
+  return s;
+}
+
+Status LiveSession::synthesize(const Notice& notice) {
+  record::SynthBuffer synth(layout_->id_hdr_size());
+  auto kallsyms = record::read_kallsyms();
+  if (!kallsyms.ok()) kallsyms = record::KallsymsScan{kallsyms.error(), {}, {}};
+  if (auto st = record::synthesize_kernel(synth, kallsyms->text); !st.ok() && notice) {
+    notice("no kernel map: " + st.error().to_string());
+  }
+  if (!kallsyms->text_symbols.empty()) features_.kallsyms = std::move(kallsyms->text_symbols);
+  auto live_ids = [this] {
+    std::set<uint32_t> ids;
+    for (record::CpuRing& r : events_.sideband_rings()) {
+      record::collect_prog_load_ids(r.ring.peek(), ids);
+    }
+    return ids;
+  };
+  BPFPROF_ASSIGN_OR_RETURN(record::BpfSynthesis bpf,
+                           record::synthesize_bpf(synth, kallsyms->bpf, live_ids));
+  features_.bpf_prog_info = std::move(bpf.infos);
+  auto flush = [&]() -> Status {
+    sideband_.insert(sideband_.end(), synth.bytes().begin(), synth.bytes().end());
+    synth.clear();
+    return ok_status();
+  };
+  BPFPROF_TRY(flush());
+  BPFPROF_TRY(record::synthesize_threads(synth, flush));
+  BPFPROF_TRY(flush());
+  for (size_t off = 0; off < sideband_.size();) {
+    BPFPROF_ASSIGN_OR_RETURN(perf::RecordView r, perf::record_at(sideband_, off));
+    off += r.header.size;
+    sideband_records_++;
+  }
+  return ok_status();
+}
+
+void LiveSession::keep_sideband(const perf::RecordView& r) {
+  sideband_.insert(sideband_.end(), r.bytes.begin(), r.bytes.end());
+  sideband_records_++;
+}
+
+Status LiveSession::drain() {
+  const perf::SampleLayout& layout = *layout_;
+  auto count_lost = [&](const perf::RecordView& r) {
+    if (r.header.type == perf::kRecordLost) {
+      if (auto l = perf::Lost::parse(r, layout); l.ok()) lost_ += l->lost;
+    } else if (r.header.type == perf::kRecordLostSamples) {
+      if (auto l = perf::LostSamples::parse(r, layout); l.ok()) lost_ += l->lost;
+    }
+  };
+  for (record::CpuRing& c : events_.sampling_rings()) {
+    auto n = c.ring.for_each_record([&](const perf::RecordView& r) {
+      if (r.header.type == perf::kRecordSample) {
+        samples_.insert(samples_.end(), r.bytes.begin(), r.bytes.end());
+      } else {
+        count_lost(r);
+      }
+    });
+    if (!n.ok()) return std::move(n).error();
+  }
+  for (record::CpuRing& c : events_.sideband_rings()) {
+    auto n = c.ring.for_each_record([&](const perf::RecordView& r) {
+      if (symbolizer_input(r.header.type)) {
+        keep_sideband(r);
+      } else {
+        count_lost(r);
+      }
+    });
+    if (!n.ok()) return std::move(n).error();
+  }
+  return ok_status();
+}
+
+std::vector<RunReading> LiveSession::read_runs(const std::vector<uint32_t>& ids) const {
+  std::vector<RunReading> out;
+  for (uint32_t id : ids) {
+    // A program that unloaded since is skipped: its PROG_UNLOAD will say so.
+    auto fd = bpf::prog_fd_by_id(id);
+    if (!fd.ok()) continue;
+    if (auto s = bpf::read_run_stats(fd->get()); s.ok()) {
+      out.push_back(RunReading{id, s->run_cnt, s->run_time_ns});
+    }
+  }
+  return out;
+}
+
+Result<Interval> LiveSession::end_interval() {
+  BPFPROF_TRY(drain());
+  const uint64_t start = interval_start_ns_, end = monotonic_now_ns();
+  const perf::SampleLayout& layout = *layout_;
+
+  auto t0 = std::chrono::steady_clock::now();
+  symbols::Symbolizer sym(features_, symbols::Symbolizer::Options{});
+  for (size_t off = 0; off < sideband_.size();) {
+    BPFPROF_ASSIGN_OR_RETURN(perf::RecordView r, perf::record_at(sideband_, off));
+    sym.add_sideband(r, layout);
+    off += r.header.size;
+  }
+  sym.finish();
+  cost_.symbolizer_ms = ms_since(t0);
+  cost_.sideband_records = sideband_records_;
+  cost_.sideband_bytes = sideband_.size();
+
+  t0 = std::chrono::steady_clock::now();
+  Interval iv;
+  iv.seconds = static_cast<double>(end - start) / 1e9;
+  const std::vector<symbols::BpfProgram>& programs = sym.bpf_programs();
+  std::vector<uint64_t> by_program(programs.size());
+  // Keyed by views into the Symbolizer, copied into the interval below.
+  std::map<std::pair<std::string_view, std::string_view>, SymbolSample> by_symbol;
+  for (size_t off = 0; off < samples_.size();) {
+    BPFPROF_ASSIGN_OR_RETURN(perf::RecordView r, perf::record_at(samples_, off));
+    off += r.header.size;
+    auto s = perf::Sample::parse(r, layout);
+    if (!s.ok()) continue;
+    iv.samples++;
+    const uint16_t mode = r.cpumode();
+    if (mode != perf::kMiscKernel && mode != perf::kMiscUser) continue;  // guest, hypervisor
+    const symbols::Frame f = sym.lookup(s->pid, s->ip, s->time, mode == perf::kMiscKernel);
+    if (f.bpf_program != 0 && f.bpf_program <= by_program.size()) by_program[f.bpf_program - 1]++;
+    SymbolSample& row = by_symbol[{f.symbol, f.dso}];
+    row.kind = f.kind;
+    row.samples++;
+  }
+  for (auto& [key, row] : by_symbol) {
+    row.name = std::string(key.first);
+    row.dso = std::string(key.second);
+    iv.symbols.push_back(std::move(row));
+  }
+  std::vector<uint32_t> loaded;
+  for (size_t i = 0; i < programs.size(); i++) {
+    const symbols::BpfProgram& p = programs[i];
+    const bool alive = p.load_time <= end && (!p.unload_time || *p.unload_time >= start);
+    if (!alive && by_program[i] == 0) continue;
+    iv.programs.push_back(ProgramSample{p.id, p.name, bpf::tag_hex(p.tag), by_program[i],
+                                        p.unload_time.has_value()});
+    if (!p.unload_time) loaded.push_back(p.id);
+  }
+  if (run_stats()) iv.runs = read_runs(loaded);
+  cost_.symbolize_ms = ms_since(t0);
+
+  iv.lost = lost_;
+  lost_ = 0;
+  samples_.clear();
+  interval_start_ns_ = end;
+  return iv;
+}
+
+}  // namespace bpfprof::top

@@ -1,0 +1,98 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "top/screen.h"
+
+#include <fmt/format.h>
+
+namespace bpfprof::top {
+namespace {
+
+std::string count_or_dash(const std::optional<uint64_t>& v) {
+  return v ? fmt::format("{}", *v) : "-";
+}
+
+std::string real_or_dash(const std::optional<double>& v, int decimals) {
+  return v ? fmt::format("{:.{}f}", *v, decimals) : "-";
+}
+
+const char* kind_name(symbols::FrameKind k) {
+  switch (k) {
+    case symbols::FrameKind::kBpf: return "bpf";
+    case symbols::FrameKind::kBpfImage: return "bpf";
+    case symbols::FrameKind::kKernel: return "k";
+    case symbols::FrameKind::kModule: return "k";
+    case symbols::FrameKind::kUser: return "u";
+    case symbols::FrameKind::kUnknown: return "?";
+  }
+  return "?";
+}
+
+void add(std::vector<Line>& out, std::string text, Line::Style style, size_t width) {
+  // Cut on a byte boundary is fine: names are ASCII (kernel, BPF and ELF symbols).
+  if (width && text.size() > width) text.resize(width);
+  out.push_back(Line{std::move(text), style});
+}
+
+std::string status_line(const Model& model, const ViewState& view, const SessionInfo& info) {
+  const Interval& iv = model.last();
+  std::string stats = info.run_stats ? "BPF stats on" : "BPF stats off";
+  return fmt::format(
+      "bpfprof top  refresh {}  {:.2f} s  {} samples  {} lost  {} @ {} Hz on {} CPUs  {}  "
+      "sort {}{}  (symbols {:.0f} ms)",
+      model.refreshes(), iv.seconds, iv.samples, iv.lost, info.event, info.frequency, info.cpus,
+      stats, sort_key_name(view.sort), view.bpf_only ? "  BPF-only" : "", info.symbolizer_ms);
+}
+
+}  // namespace
+
+std::vector<Line> format_screen(const Model& model, const ViewState& view,
+                                const SessionInfo& info, const ScreenSize& size) {
+  std::vector<Line> out;
+  const size_t w = size.width;
+  add(out, status_line(model, view, info), Line::Style::kTitle, w);
+  if (!info.run_stats && !info.run_stats_note.empty()) {
+    add(out, info.run_stats_note, Line::Style::kNormal, w);
+  }
+  add(out, "", Line::Style::kNormal, w);
+
+  const std::vector<ProgramRow> programs = model.programs(view.sort);
+  add(out,
+      fmt::format("{:>7} {:>8} {:>10} {:>11} {:>9} {:>7}  {}", "CPU%", "SAMPLES", "RUNS",
+                  "RUNS/s", "AVG ns", "ID", "BPF PROGRAM"),
+      Line::Style::kHeading, w);
+  size_t shown = 0;
+  for (const ProgramRow& p : programs) {
+    if (size.program_rows && shown == size.program_rows) {
+      add(out, fmt::format("  ... {} more programs", programs.size() - shown),
+          Line::Style::kNormal, w);
+      break;
+    }
+    add(out,
+        fmt::format("{:>6.2f}% {:>8} {:>10} {:>11} {:>9} {:>7}  {}{}", p.cpu_percent, p.samples,
+                    count_or_dash(p.runs), real_or_dash(p.runs_per_s, 1),
+                    real_or_dash(p.avg_ns, 0), p.id, p.name, p.gone ? "  [gone]" : ""),
+        p.gone ? Line::Style::kGone : Line::Style::kNormal, w);
+    shown++;
+  }
+  if (programs.empty()) add(out, "  (no BPF programs loaded)", Line::Style::kNormal, w);
+
+  add(out, "", Line::Style::kNormal, w);
+  add(out,
+      fmt::format("{:>7} {:>8} {:>3}  {:<48} {}", "CPU%", "SAMPLES", "",
+                  view.bpf_only ? "BPF SYMBOL" : "SYMBOL", "DSO"),
+      Line::Style::kHeading, w);
+  for (const SymbolRow& s : model.symbols(view.bpf_only, size.symbol_rows)) {
+    add(out,
+        fmt::format("{:>6.2f}% {:>8} {:>3}  {:<48} {}", s.cpu_percent, s.samples,
+                    kind_name(s.kind), s.name, s.dso),
+        Line::Style::kNormal, w);
+  }
+  return out;
+}
+
+std::vector<Line> format_waiting(const SessionInfo& info, double refresh_s) {
+  return {Line{fmt::format("bpfprof top  {} @ {} Hz on {} CPUs  collecting for {:.1f} s ...",
+                           info.event, info.frequency, info.cpus, refresh_s),
+               Line::Style::kTitle}};
+}
+
+}  // namespace bpfprof::top

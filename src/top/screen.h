@@ -1,0 +1,52 @@
+// SPDX-License-Identifier: Apache-2.0
+// What one refresh shows, as lines of text with a style each: a status line,
+// the BPF program table, then the hottest symbols. Both views draw these
+// lines (the curses view with attributes, --stdio as plain text), so what a
+// log shows is what the screen showed.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "top/model.h"
+
+namespace bpfprof::top {
+
+// What the keys change.
+struct ViewState {
+  SortKey sort = SortKey::kCpu;
+  bool bpf_only = false;  // symbol table: BPF code only
+};
+
+// Facts about the session for the status line.
+struct SessionInfo {
+  std::string event;        // "cycles" or "cpu-clock"
+  uint64_t frequency = 0;
+  size_t cpus = 0;
+  bool run_stats = false;
+  std::string run_stats_note;  // why statistics are off
+  double symbolizer_ms = 0;    // rebuild cost of the last refresh
+};
+
+struct Line {
+  enum class Style { kNormal, kTitle, kHeading, kGone };
+  std::string text;
+  Style style = Style::kNormal;
+};
+
+// Limits of one screen: rows per table (0 = all) and line width (0 = no cut).
+struct ScreenSize {
+  size_t program_rows = 0;
+  size_t symbol_rows = 20;
+  size_t width = 0;
+};
+
+std::vector<Line> format_screen(const Model& model, const ViewState& view,
+                                const SessionInfo& info, const ScreenSize& size);
+
+// The lines shown before the first refresh has data.
+std::vector<Line> format_waiting(const SessionInfo& info, double refresh_s);
+
+}  // namespace bpfprof::top

@@ -1,0 +1,168 @@
+// SPDX-License-Identifier: Apache-2.0
+// Real kernel and real terminal: `bpfprof top` runs while the workload loads
+// a long-lived program and short-lived ones. --stdio prints a block per
+// refresh naming them; the curses screen, driven through a detached tmux
+// session of fixed size, shows them, reacts to keys, and on `q` or Ctrl-C
+// exits 0 with the terminal given back to the shell.
+#include <unistd.h>
+
+#include <chrono>
+#include <sstream>
+#include <string>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "testing/subprocess.h"
+
+namespace bpfprof::testing {
+namespace {
+
+const std::string kBin = BPFPROF_BIN_DIR;
+
+std::vector<std::string> workload_argv() {
+  return {kBin + "/bpfprof-workload", "--long-lived", "6s", "--programs", "10", "--lifetime",
+          "200ms", "--quiet"};
+}
+
+size_t count(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) n++;
+  return n;
+}
+
+// A line of the program table naming the short-lived program (not long_burner).
+bool has_short_lived(const std::string& text) {
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    if (line.find("  burner") != std::string::npos) return true;
+  }
+  return false;
+}
+
+class TopKernelTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    RunResult probe = run({kBin + "/bpfprof-workload", "--probe"});
+    if (probe.exit_code != 0) BPFPROF_KERNEL_SKIP("BPF refused by this kernel: " + probe.err);
+    if (::geteuid() != 0) BPFPROF_KERNEL_SKIP("not root: top needs CAP_PERFMON and CAP_BPF");
+  }
+};
+
+TEST_F(TopKernelTest, StdioPrintsABlockPerRefreshNamingThePrograms) {
+  Background workload(workload_argv());
+  RunResult top = run({kBin + "/bpfprof", "top", "--stdio", "-n", "3", "-d", "1"});
+  if (top.exit_code == 2 && top.err.find("needs CAP") != std::string::npos) {
+    BPFPROF_KERNEL_SKIP("top refused: " + top.err);
+  }
+  ASSERT_EQ(top.exit_code, 0) << top.err;
+  EXPECT_EQ(count(top.out, "bpfprof top  refresh "), 3u) << top.out;
+  EXPECT_GE(count(top.out, "BPF PROGRAM"), 2u);
+  EXPECT_NE(top.out.find("long_burner"), std::string::npos) << top.out;
+  EXPECT_TRUE(has_short_lived(top.out)) << top.out;
+  EXPECT_NE(top.out.find("BPF stats on"), std::string::npos) << top.out;
+  // The long-lived program runs all the time: it has samples and runs.
+  std::istringstream in(top.out);
+  bool hot = false;
+  for (std::string line; std::getline(in, line);) {
+    if (line.find("long_burner") == std::string::npos) continue;
+    double percent = 0;
+    if (std::sscanf(line.c_str(), "%lf%%", &percent) == 1 && percent > 0) hot = true;
+  }
+  EXPECT_TRUE(hot) << top.out;
+}
+
+// tmux on a private socket, one detached session of fixed size.
+class Tmux {
+ public:
+  Tmux() : socket_("bpfprof-top-test-" + std::to_string(::getpid())) {}
+  ~Tmux() { tmux({"kill-server"}); }
+  RunResult tmux(std::vector<std::string> args) {
+    args.insert(args.begin(), {"tmux", "-L", socket_});
+    return run(args);
+  }
+  bool start(const std::string& shell_command) {
+    return tmux({"new-session", "-d", "-s", "top", "-x", "150", "-y", "45", shell_command})
+               .exit_code == 0;
+  }
+  std::string screen() { return tmux({"capture-pane", "-p", "-t", "top"}).out; }
+  void keys(const std::string& k) { tmux({"send-keys", "-t", "top", k}); }
+  // Polls the pane until `pred` holds or `seconds` pass; returns the last screen.
+  template <class Pred>
+  std::string wait_for(Pred pred, double seconds) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+    std::string s = screen();
+    while (!pred(s) && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      s = screen();
+    }
+    return s;
+  }
+
+ private:
+  std::string socket_;
+};
+
+bool have_tmux() { return run({"tmux", "-V"}).exit_code == 0; }
+
+// After top: the exit code, then the pane stays open for capture-pane.
+std::string top_in_shell(const std::string& extra = "") {
+  return "bash -c '" + kBin + "/bpfprof top" + extra + "; echo EXIT=$?; sleep 60'";
+}
+
+TEST_F(TopKernelTest, CursesScreenShowsProgramsAndQuitsOnQ) {
+  if (!have_tmux()) GTEST_SKIP() << "tmux not installed (scripts/install-deps.sh installs it)";
+  Background workload(workload_argv());
+  Tmux t;
+  ASSERT_TRUE(t.start(top_in_shell()));
+  std::string s = t.wait_for(
+      [](const std::string& s) {
+        return s.find("long_burner") != std::string::npos && has_short_lived(s);
+      },
+      15);
+  ASSERT_NE(s.find("long_burner"), std::string::npos) << s;
+  EXPECT_TRUE(has_short_lived(s)) << s;
+  EXPECT_NE(s.find("BPF PROGRAM"), std::string::npos) << s;
+  EXPECT_NE(s.find("sort CPU%"), std::string::npos) << s;
+
+  t.keys("s");
+  s = t.wait_for([](const std::string& s) { return s.find("sort runs/s") != std::string::npos; }, 5);
+  EXPECT_NE(s.find("sort runs/s"), std::string::npos) << s;
+  t.keys("b");
+  s = t.wait_for([](const std::string& s) { return s.find("BPF SYMBOL") != std::string::npos; }, 5);
+  EXPECT_NE(s.find("BPF-only"), std::string::npos) << s;
+
+  t.keys("q");
+  s = t.wait_for([](const std::string& s) { return s.find("EXIT=") != std::string::npos; }, 10);
+  EXPECT_NE(s.find("EXIT=0"), std::string::npos) << s;
+  // The curses screen is gone: the shell's screen is back.
+  EXPECT_EQ(s.find("BPF PROGRAM"), std::string::npos) << s;
+}
+
+TEST_F(TopKernelTest, CtrlCRestoresTheTerminalAndExitsZero) {
+  if (!have_tmux()) GTEST_SKIP() << "tmux not installed (scripts/install-deps.sh installs it)";
+  Tmux t;
+  ASSERT_TRUE(t.start(top_in_shell(" -d 0.5")));
+  std::string s = t.wait_for(
+      [](const std::string& s) { return s.find("BPF PROGRAM") != std::string::npos; }, 15);
+  ASSERT_NE(s.find("BPF PROGRAM"), std::string::npos) << s;
+  t.keys("C-c");
+  s = t.wait_for([](const std::string& s) { return s.find("EXIT=") != std::string::npos; }, 10);
+  EXPECT_NE(s.find("EXIT=0"), std::string::npos) << s;
+  EXPECT_EQ(s.find("BPF PROGRAM"), std::string::npos) << s;
+}
+
+TEST_F(TopKernelTest, WithoutPrivilegesOneLineAndExit2) {
+  RunResult top = run({"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                       "--inh-caps=-all", "--bounding-set=-all", kBin + "/bpfprof", "top",
+                       "--stdio", "-n", "1"});
+  if (top.exit_code == 127) GTEST_SKIP() << "setpriv not available";
+  EXPECT_EQ(top.exit_code, 2) << top.out << top.err;
+  EXPECT_EQ(count(top.err, "\n"), 1u) << top.err;
+  EXPECT_NE(top.err.find("bpfprof top: "), std::string::npos) << top.err;
+  EXPECT_NE(top.err.find("needs CAP_"), std::string::npos) << top.err;
+  EXPECT_TRUE(top.out.empty()) << top.out;
+}
+
+}  // namespace
+}  // namespace bpfprof::testing
