@@ -11,6 +11,7 @@
 #include "cli/record_command.h"
 #include "cli/report_command.h"
 #include "cli/subcommand.h"
+#include "cli/top_command.h"
 
 int main(int argc, char** argv) {
   // The enricher thread keeps every program's JIT image and line info until
@@ -40,6 +41,7 @@ int main(int argc, char** argv) {
           [](bpfprof::cli::ScriptFlags& f, const Args&, const Args&) {
             return bpfprof::cli::run_script(f);
           }),
+      bpfprof::cli::add_top_subcommand(app),
   };
   std::vector<std::string> args(argv, argv + argc);
   auto [flag_args, command] = bpfprof::cli::split_at_dash_dash(args);
