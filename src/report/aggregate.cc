@@ -37,6 +37,7 @@ void run_chunk(const Session& session, const AggregateOptions& options, size_t b
       w.bad_samples++;
       continue;
     }
+    if (!options.filter.keep(sample->pid, sample->time)) continue;
     symbolize_sample(sym, *sample, ref.record.cpumode(), options.stacks, w.frames);
     w.ids.clear();
     for (const SymbolizedFrame& sf : w.frames) {

@@ -6,6 +6,7 @@
 
 #include "base/error.h"
 #include "report/report_data.h"
+#include "report/sample_filter.h"
 #include "report/session.h"
 
 namespace bpfprof::report {
@@ -14,6 +15,7 @@ struct AggregateOptions {
   bool stacks = false;  // keep whole callchains (report -g); else leaf frames only
   bool lines = false;   // look up BPF source lines (sort key `line`)
   unsigned threads = 0; // 0 = one per online CPU
+  SampleFilter filter;  // samples left out are not counted anywhere (export --pid/--time)
 };
 
 ReportData aggregate(const Session& session, const AggregateOptions& options);

@@ -1,0 +1,71 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "report/export.h"
+
+#include <fmt/format.h>
+
+#include "report/flame_tree.h"
+#include "report/flamegraph_html.h"
+#include "report/flamegraph_json.h"
+#include "report/flamegraph_svg.h"
+#include "report/folded.h"
+
+namespace bpfprof::report {
+namespace {
+
+FlameTree tree_of(const ReportData& data, const ExportOptions& o) {
+  return FlameTree::build(data.profile, FlameOptions{o.bpf_only});
+}
+
+Result<std::string> write_folded(const ReportData& data, const ExportOptions& o) {
+  return render_folded(tree_of(data, o));
+}
+
+Result<std::string> write_json(const ReportData& data, const ExportOptions& o) {
+  return render_flame_json(tree_of(data, o));
+}
+
+Result<std::string> write_svg(const ReportData& data, const ExportOptions& o) {
+  SvgOptions svg;
+  svg.title = o.title;
+  svg.subtitle = o.subtitle;
+  return render_svg(tree_of(data, o), svg);
+}
+
+Result<std::string> write_html(const ReportData& data, const ExportOptions& o) {
+  return render_html(tree_of(data, o), HtmlOptions{o.title, o.subtitle});
+}
+
+}  // namespace
+
+const std::map<std::string, ExportWriter, std::less<>>& export_writers() {
+  static const std::map<std::string, ExportWriter, std::less<>> writers = {
+      {"folded", write_folded},
+      {"html", write_html},
+      {"json", write_json},
+      {"svg", write_svg},
+  };
+  return writers;
+}
+
+std::string supported_export_formats() {
+  std::string names;
+  for (const auto& [name, writer] : export_writers()) {
+    if (!names.empty()) names += ", ";
+    names += name;
+  }
+  return names;
+}
+
+Result<std::string> export_profile(std::string_view format, const ReportData& data,
+                                   const ExportOptions& options) {
+  const auto& writers = export_writers();
+  auto it = writers.find(format);
+  if (it == writers.end()) {
+    return make_error(Errc::kInvalidArgument,
+                      fmt::format("unsupported format '{}' (supported: {})", format,
+                                  supported_export_formats()));
+  }
+  return it->second(data, options);
+}
+
+}  // namespace bpfprof::report

@@ -1,0 +1,26 @@
+// SPDX-License-Identifier: Apache-2.0
+// SampleFilter: which samples pass 2 aggregates (export's --pid and --time).
+// Samples left out are not in the Profile at all, so totals and percentages
+// are of the kept samples.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+
+namespace bpfprof::report {
+
+struct SampleFilter {
+  std::optional<uint32_t> pid;
+  // Inclusive bounds in absolute event-clock ns; none = open.
+  std::optional<uint64_t> from_ns, to_ns;
+
+  bool active() const { return pid || from_ns || to_ns; }
+  bool keep(uint32_t sample_pid, uint64_t time) const {
+    if (pid && sample_pid != *pid) return false;
+    if (from_ns && time < *from_ns) return false;
+    if (to_ns && time > *to_ns) return false;
+    return true;
+  }
+};
+
+}  // namespace bpfprof::report
