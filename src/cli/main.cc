@@ -8,6 +8,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "cli/export_command.h"
 #include "cli/record_command.h"
 #include "cli/report_command.h"
 #include "cli/subcommand.h"
@@ -41,6 +42,7 @@ int main(int argc, char** argv) {
           [](bpfprof::cli::ScriptFlags& f, const Args&, const Args&) {
             return bpfprof::cli::run_script(f);
           }),
+      bpfprof::cli::add_export_subcommand(app),
       bpfprof::cli::add_top_subcommand(app),
   };
   std::vector<std::string> args(argv, argv + argc);

@@ -7,7 +7,11 @@
 #include <cstdint>
 #include <optional>
 
+#include "base/error.h"
+
 namespace bpfprof::report {
+
+class Session;
 
 struct SampleFilter {
   std::optional<uint32_t> pid;
@@ -22,5 +26,10 @@ struct SampleFilter {
     return true;
   }
 };
+
+// The earliest sample time of the recording, 0 if it has no timed sample.
+// A walk over the samples reading only their time (file order is not time
+// order: per-CPU buffers are drained in rounds).
+Result<uint64_t> first_sample_time(const Session& session);
 
 }  // namespace bpfprof::report

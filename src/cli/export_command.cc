@@ -1,0 +1,159 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "cli/export_command.h"
+
+#include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "profile/group.h"
+#include "report/aggregate.h"
+#include "report/export.h"
+#include "report/sample_filter.h"
+#include "report/session.h"
+
+namespace bpfprof::cli {
+namespace {
+
+int fail(const Error& e) {
+  std::fprintf(stderr, "bpfprof export: %s\n", e.to_string().c_str());
+  return e.code == Errc::kInvalidArgument ? 2 : 1;
+}
+
+Result<std::optional<double>> parse_seconds(std::string_view s, const char* which) {
+  if (s.empty()) return std::optional<double>();
+  double v = 0;
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || end != s.data() + s.size() || !std::isfinite(v) || v < 0) {
+    return make_error(Errc::kInvalidArgument,
+                      fmt::format("--time: {} '{}' is not a number of seconds >= 0", which, s));
+  }
+  return std::optional<double>(v);
+}
+
+uint64_t to_ns(double seconds) { return static_cast<uint64_t>(std::llround(seconds * 1e9)); }
+
+// Samples the export will show: all kept by pass 2, or those with a BPF leaf.
+uint64_t shown_samples(const profile::Profile& p, bool bpf_only) {
+  uint64_t n = 0;
+  for (const auto& [key, counts] : p.samples()) {
+    if (!bpf_only || profile::is_bpf_leaf(p.leaf(key.stack))) n += counts.samples;
+  }
+  return n;
+}
+
+Status write_output(const std::string& path, const std::string& bytes) {
+  if (path.empty() || path == "-") {
+    if (std::fwrite(bytes.data(), 1, bytes.size(), stdout) != bytes.size() ||
+        std::fflush(stdout) != 0) {
+      return make_sys_error("writing to stdout", errno);
+    }
+    return ok_status();
+  }
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(std::fopen(path.c_str(), "wb"), std::fclose);
+  if (!f) return make_sys_error("opening " + path, errno);
+  if (std::fwrite(bytes.data(), 1, bytes.size(), f.get()) != bytes.size()) {
+    return make_sys_error("writing " + path, errno);
+  }
+  if (std::fclose(f.release()) != 0) return make_sys_error("closing " + path, errno);
+  return ok_status();
+}
+
+}  // namespace
+
+CLI::App* add_export_command(CLI::App& app, ExportFlags& f) {
+  CLI::App* cmd = app.add_subcommand(
+      "export", "Stacks of a recording as folded lines, a flame graph (SVG, HTML) or a JSON tree");
+  cmd->add_option("-i,--input", f.input, "Input file (default perf.data)");
+  // Not checked by CLI11: an unsupported format must list the supported ones.
+  cmd->add_option("--format", f.format,
+                  "Output format: " + report::supported_export_formats() + " (default folded)");
+  cmd->add_option("-o,--output", f.output, "Output file (default stdout)");
+  cmd->add_flag("--bpf-only", f.bpf_only, "Only stacks whose leaf frame is BPF code");
+  cmd->add_option("--pid", f.pid, "Only samples of this process")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--time", f.time,
+                  "Only samples in FROM,TO (seconds from the first sample; either may be empty)");
+  cmd->add_option("--title", f.title, "Title of the SVG/HTML flame graph");
+  cmd->add_option("-j,--jobs", f.jobs, "Worker threads for samples (default: one per CPU)");
+  cmd->add_option("--symfs", f.symfs, "Look for user binaries under this directory");
+  return cmd;
+}
+
+Subcommand add_export_subcommand(CLI::App& app) {
+  return make_subcommand<ExportFlags>(
+      app, add_export_command,
+      [](ExportFlags& f, const std::vector<std::string>&, const std::vector<std::string>&) {
+        return run_export(f);
+      });
+}
+
+Result<TimeRange> parse_time_range(std::string_view text) {
+  const size_t comma = text.find(',');
+  if (comma == std::string_view::npos || text.find(',', comma + 1) != std::string_view::npos) {
+    return make_error(Errc::kInvalidArgument,
+                      fmt::format("--time '{}': expected FROM,TO in seconds", text));
+  }
+  TimeRange r;
+  BPFPROF_ASSIGN_OR_RETURN(r.from_s, parse_seconds(text.substr(0, comma), "FROM"));
+  BPFPROF_ASSIGN_OR_RETURN(r.to_s, parse_seconds(text.substr(comma + 1), "TO"));
+  if (r.from_s && r.to_s && *r.from_s > *r.to_s) {
+    return make_error(Errc::kInvalidArgument,
+                      fmt::format("--time '{}': FROM is after TO", text));
+  }
+  return r;
+}
+
+int run_export(const ExportFlags& f) {
+  // Checked before the (possibly long) read of the recording.
+  if (report::export_writers().count(f.format) == 0) {
+    return fail(make_error(Errc::kInvalidArgument,
+                           fmt::format("unsupported format '{}' (supported: {})", f.format,
+                                       report::supported_export_formats())));
+  }
+  TimeRange range;
+  if (!f.time.empty()) {
+    auto parsed = parse_time_range(f.time);
+    if (!parsed.ok()) return fail(parsed.error());
+    range = *parsed;
+  }
+  auto session = report::Session::open(f.input, report::SessionOptions{f.symfs, true});
+  if (!session.ok()) return fail(session.error());
+
+  report::AggregateOptions agg;
+  agg.stacks = true;
+  agg.threads = f.jobs;
+  std::string filters;
+  if (f.pid >= 0) {
+    agg.filter.pid = static_cast<uint32_t>(f.pid);
+    filters += fmt::format(", pid {}", f.pid);
+  }
+  if (range.from_s || range.to_s) {
+    auto first = report::first_sample_time(**session);
+    if (!first.ok()) return fail(first.error());
+    if (range.from_s) agg.filter.from_ns = *first + to_ns(*range.from_s);
+    if (range.to_s) agg.filter.to_ns = *first + to_ns(*range.to_s);
+    filters += fmt::format(", time {}", f.time);
+  }
+  report::ReportData data = report::aggregate(**session, agg);
+
+  const uint64_t shown = shown_samples(data.profile, f.bpf_only);
+  if (shown == 0) {
+    std::fprintf(stderr, "bpfprof export: no samples%s in %s; the output is empty\n",
+                 agg.filter.active() || f.bpf_only ? " match the filters" : "", f.input.c_str());
+  }
+  report::ExportOptions o;
+  o.bpf_only = f.bpf_only;
+  o.title = f.title;
+  o.subtitle = fmt::format("{}: {} samples{}{}", f.input, shown, f.bpf_only ? ", BPF leaves only" : "",
+                           filters);
+  auto bytes = report::export_profile(f.format, data, o);
+  if (!bytes.ok()) return fail(bytes.error());
+  Status written = write_output(f.output, *bytes);
+  if (!written.ok()) return fail(written.error());
+  return 0;
+}
+
+}  // namespace bpfprof::cli
