@@ -41,10 +41,11 @@ FlameTree FlameTree::build(const profile::Profile& profile, const FlameOptions& 
         it->second = static_cast<uint32_t>(t.nodes_.size());
         const uint32_t depth = t.nodes_[at].depth + 1;
         t.nodes_.push_back(FlameNode{f.symbol, f.kind, 0, 0, depth, {}});
-        building.emplace_back();
         t.max_depth_ = std::max(t.max_depth_, depth);
       }
       at = it->second;
+      // After `it` is last used: growing `building` may move the maps.
+      if (added) building.emplace_back();
       t.nodes_[at].samples += n;
     }
     t.nodes_[at].self += n;
