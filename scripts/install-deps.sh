@@ -14,6 +14,8 @@ packages=(
   googletest libgtest-dev libgmock-dev libbenchmark-dev libclang-rt-14-dev
   # peers
   linux-perf bpftool time
+  # go tool pprof reads our pprof files (peer test)
+  golang-go
   # the flame graph page rendered headless; well-formedness of the SVG
   chromium libxml2-utils
   # a real terminal for `bpfprof top`'s screen tests

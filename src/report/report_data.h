@@ -29,6 +29,8 @@ struct Header {
 struct FunctionRow {
   std::string name;  // the function's ksym name
   uint64_t samples = 0;
+  uint64_t addr = 0;  // JIT address and length (pprof mappings); 0 = not filled
+  uint32_t len = 0;
 };
 
 // One BPF program instance (one load .. unload) with the samples whose leaf

@@ -1,0 +1,58 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "cli/diff_command.h"
+
+#include <cstdio>
+
+#include "report/diff.h"
+#include "report/gzip.h"
+#include "report/recording.h"
+
+namespace bpfprof::cli {
+namespace {
+
+int fail(const Error& e) {
+  std::fprintf(stderr, "bpfprof diff: %s\n", e.to_string().c_str());
+  return e.code == Errc::kInvalidArgument ? 2 : 1;
+}
+
+}  // namespace
+
+CLI::App* add_diff_command(CLI::App& app, DiffFlags& f) {
+  CLI::App* cmd = app.add_subcommand(
+      "diff", "Per BPF program and symbol: samples before, after and the delta of two recordings");
+  cmd->add_option("before", f.before, "The base recording")->required();
+  cmd->add_option("after", f.after, "The new recording")->required();
+  cmd->add_option("--format", f.format, "Output format: text or json")
+      ->check(CLI::IsMember({"text", "json"}));
+  cmd->add_option("-j,--jobs", f.jobs, "Worker threads for samples (default: one per CPU)");
+  cmd->add_option("--symfs", f.symfs, "Look for user binaries under this directory");
+  return cmd;
+}
+
+Subcommand add_diff_subcommand(CLI::App& app) {
+  return make_subcommand<DiffFlags>(
+      app, add_diff_command,
+      [](DiffFlags& f, const std::vector<std::string>&, const std::vector<std::string>&) {
+        return run_diff(f);
+      });
+}
+
+int run_diff(const DiffFlags& f) {
+  report::LoadOptions o;
+  o.symfs = f.symfs;
+  o.threads = f.jobs;
+  o.stacks = false;  // leaf frames decide
+  auto before = report::load_recording(f.before, o);
+  if (!before.ok()) return fail(before.error());
+  auto after = report::load_recording(f.after, o);
+  if (!after.ok()) return fail(after.error());
+  report::Diff d = report::diff_reports(*before, *after);
+  d.before_path = f.before;
+  d.after_path = f.after;
+  std::string out = f.format == "json" ? report::render_diff_json(d) : report::render_diff_text(d);
+  Status written = report::write_output("-", out);
+  if (!written.ok()) return fail(written.error());
+  return 0;
+}
+
+}  // namespace bpfprof::cli

@@ -1,0 +1,28 @@
+// SPDX-License-Identifier: Apache-2.0
+// `bpfprof diff BASE.data NEW.data [--format text|json]`: per BPF program
+// (name + tag) and per leaf symbol (symbol + dso), samples before and after,
+// their delta, and the same as percents of each recording's own samples;
+// sorted by |delta|. Exit codes: 0 done; 1 an input cannot be read; 2 bad
+// command line.
+#pragma once
+
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "cli/subcommand.h"
+
+namespace bpfprof::cli {
+
+struct DiffFlags {
+  std::string before, after;
+  std::string format = "text";
+  unsigned jobs = 0;
+  std::string symfs;
+};
+
+CLI::App* add_diff_command(CLI::App& app, DiffFlags& flags);
+Subcommand add_diff_subcommand(CLI::App& app);
+int run_diff(const DiffFlags& flags);
+
+}  // namespace bpfprof::cli
