@@ -12,6 +12,7 @@
 #include "profile/group.h"
 #include "report/aggregate.h"
 #include "report/export.h"
+#include "report/recording.h"
 #include "report/sample_filter.h"
 #include "report/session.h"
 
@@ -138,6 +139,7 @@ int run_export(const ExportFlags& f) {
     filters += fmt::format(", time {}", f.time);
   }
   report::ReportData data = report::aggregate(**session, agg);
+  report::add_bpf_addresses(data, (*session)->symbolizer());  // pprof mappings
 
   const uint64_t shown = shown_samples(data.profile, f.bpf_only);
   if (shown == 0) {

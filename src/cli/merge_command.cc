@@ -29,7 +29,8 @@ report::LoadOptions load_options(const MergeFlags& f) {
 Result<std::string> merge_pprof(const MergeFlags& f) {
   report::PprofBuilder builder(report::BpfIdentity::kTagName, f.bpf_only);
   for (const std::string& path : f.inputs) {
-    BPFPROF_ASSIGN_OR_RETURN(report::ReportData data, report::load_recording(path, load_options(f)));
+    BPFPROF_ASSIGN_OR_RETURN(report::ReportData data,
+                             report::load_recording(path, load_options(f)));
     // Recordings from one host keep one label; a file without a hostname is its own source.
     builder.add(data, data.header.host.empty() ? path : data.header.host);
   }
@@ -39,7 +40,8 @@ Result<std::string> merge_pprof(const MergeFlags& f) {
 Result<std::string> merge_folded(const MergeFlags& f) {
   std::vector<report::ReportData> all;
   for (const std::string& path : f.inputs) {
-    BPFPROF_ASSIGN_OR_RETURN(report::ReportData data, report::load_recording(path, load_options(f)));
+    BPFPROF_ASSIGN_OR_RETURN(report::ReportData data,
+                             report::load_recording(path, load_options(f)));
     all.push_back(std::move(data));
   }
   std::vector<const report::ReportData*> views;

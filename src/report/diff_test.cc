@@ -15,7 +15,8 @@ using profile::FrameKind;
 ReportData make(uint32_t id, int burn, int other) {
   ReportData d;
   d.programs.push_back(ProgramRow{id, "burn", "0011223344556677", 0, std::nullopt,
-                                  static_cast<uint64_t>(burn), {{"bpf_prog_0011223344556677_burn"}}});
+                                  static_cast<uint64_t>(burn),
+                                  {{"bpf_prog_0011223344556677_burn"}}});
   auto& p = d.profile;
   auto b = p.add_frame({"bpf_prog_0011223344556677_burn", "[bpf]", "", FrameKind::kBpf, 1, 0});
   auto k = p.add_frame({"memcpy", "[kernel.kallsyms]", "", FrameKind::kKernel});
@@ -93,8 +94,10 @@ TEST(Diff, JsonAndText) {
 
   std::string text = render_diff_text(d);
   EXPECT_NE(text.find("# before: a.data  samples: 3\n"), std::string::npos) << text;
-  EXPECT_NE(text.find("# Before  After  Delta  Before%  After%   Delta%  Tag               Program\n"),
-            std::string::npos) << text;
+  EXPECT_NE(text.find("# Before  After  Delta  Before%  After%   Delta%  Tag               "
+                      "Program\n"),
+            std::string::npos)
+      << text;
   EXPECT_NE(text.find("       1      2     +1   33.33%  66.67%  +33.33%  0011223344556677  burn\n"),
             std::string::npos) << text;
 }

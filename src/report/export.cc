@@ -8,6 +8,7 @@
 #include "report/flamegraph_json.h"
 #include "report/flamegraph_svg.h"
 #include "report/folded.h"
+#include "report/pprof.h"
 
 namespace bpfprof::report {
 namespace {
@@ -42,6 +43,8 @@ const std::map<std::string, ExportWriter, std::less<>>& export_writers() {
       {"folded", write_folded},
       {"html", write_html},
       {"json", write_json},
+      {"pprof",
+       [](const ReportData& d, const ExportOptions& o) { return render_pprof(d, o.bpf_only); }},
       {"svg", write_svg},
   };
   return writers;

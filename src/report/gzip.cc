@@ -16,8 +16,8 @@ constexpr int kAutoRead = 15 + 32;
 constexpr size_t kChunk = 64 * 1024;
 
 Error zlib_error(const char* what, const z_stream& zs, int rc) {
-  return make_error(Errc::kBadRecord, std::string(what) + ": " +
-                                          (zs.msg != nullptr ? zs.msg : "zlib error " + std::to_string(rc)));
+  std::string why = zs.msg != nullptr ? zs.msg : "zlib error " + std::to_string(rc);
+  return make_error(Errc::kBadRecord, std::string(what) + ": " + why);
 }
 
 }  // namespace

@@ -233,7 +233,9 @@ void PprofBuilder::Impl::add(const ReportData& data, std::string_view host) {
     if (leaf != nullptr && leaf->kind == FrameKind::kBpf && leaf->bpf_program != 0 &&
         leaf->bpf_program <= data.programs.size()) {
       const ProgramRow& prog = data.programs[leaf->bpf_program - 1];
-      if (identity == BpfIdentity::kInstance) str_label(labels, "bpf_prog_id", std::to_string(prog.id));
+      if (identity == BpfIdentity::kInstance) {
+        str_label(labels, "bpf_prog_id", std::to_string(prog.id));
+      }
       str_label(labels, "bpf_prog_tag", prog.tag);
       str_label(labels, "bpf_prog", prog.name);
     }
@@ -263,7 +265,8 @@ void PprofBuilder::Impl::add(const ReportData& data, std::string_view host) {
   }
   if (total_samples != 0) p.set_period(static_cast<int64_t>(total_period / total_samples));
   const Header& h = data.header;
-  p.set_duration_nanos(std::max<int64_t>(p.duration_nanos(), static_cast<int64_t>(h.duration_ns())));
+  const auto duration = static_cast<int64_t>(h.duration_ns());
+  p.set_duration_nanos(std::max<int64_t>(p.duration_nanos(), duration));
   p.add_comment(str(fmt::format("bpfprof: host {} kernel {} arch {} events {} samples {} lost {}",
                                 h.host.empty() ? "?" : h.host, h.kernel.empty() ? "?" : h.kernel,
                                 h.arch.empty() ? "?" : h.arch, fmt::join(h.events, ","),

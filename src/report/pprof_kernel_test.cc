@@ -211,7 +211,9 @@ TEST_F(PprofKernelTest, GoPprofTopAgreesWithReport) {
                               << "' is not in the report\n" << top.out;
     EXPECT_EQ(it->second, theirs.at(key)) << entries[i].first;
     // The long-lived program's hot code (its main function or subprogram).
-    for (const auto& f : truth0()["functions"]) burner_seen = burner_seen || entries[i].first == f["ksym"];
+    for (const auto& f : truth0()["functions"]) {
+      burner_seen = burner_seen || entries[i].first == f["ksym"];
+    }
   }
   EXPECT_TRUE(burner_seen) << "no long_burner function in pprof's top entries\n" << top.out;
 }
@@ -252,6 +254,31 @@ TEST_F(PprofKernelTest, ProgramMappingIsItsJitRange) {
     EXPECT_EQ(m.memory_limit(), hi);
   }
   EXPECT_EQ(found, 1) << "no [bpf] long_burner mapping at 0x" << std::hex << lo;
+}
+
+// `bpfprof export --format pprof` writes what the library writes: same
+// samples, and the program's mapping at its JIT range.
+TEST_F(PprofKernelTest, ExportCommandWritesPprof) {
+  const std::string out = g->dir.file("export.pb.gz");
+  RunResult r = run({kBin + "/bpfprof", "export", "-i", g->runs[0].data, "--format", "pprof", "-o",
+                     out});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  pb::Profile p = decode_file(out);
+  pb::Profile lib = decode_file(exported());
+  auto total = [](const pb::Profile& x) {
+    int64_t n = 0;
+    for (const pb::Sample& s : x.sample()) n += s.value(0);
+    return n;
+  };
+  EXPECT_EQ(total(p), g->runs[0].report["samples"].get<int64_t>());
+  EXPECT_EQ(total(p), total(lib));
+  const uint64_t lo = truth0()["functions"][0]["addr"];
+  int found = 0;
+  for (const pb::Mapping& m : p.mapping()) {
+    found += p.string_table(static_cast<int>(m.filename())) == "[bpf] long_burner" &&
+             m.memory_start() <= lo && lo < m.memory_limit();
+  }
+  EXPECT_EQ(found, 1);
 }
 
 TEST_F(PprofKernelTest, MergeKeysProgramsByTagAndName) {
@@ -298,7 +325,8 @@ TEST_F(PprofKernelTest, MergeKeysProgramsByTagAndName) {
 }
 
 TEST_F(PprofKernelTest, DiffSeesTheProgramRunTwiceAsLong) {
-  RunResult d = run({kBin + "/bpfprof", "diff", "--format", "json", g->runs[0].data, g->runs[1].data});
+  RunResult d =
+      run({kBin + "/bpfprof", "diff", "--format", "json", g->runs[0].data, g->runs[1].data});
   ASSERT_EQ(d.exit_code, 0) << d.err;
   json j = json::parse(d.out);
   EXPECT_EQ(j["before"]["samples"], g->runs[0].report["samples"]);
@@ -309,7 +337,8 @@ TEST_F(PprofKernelTest, DiffSeesTheProgramRunTwiceAsLong) {
   EXPECT_EQ(top["tag"], truth0()["tag"]);
   const double before = top["before"], after = top["after"];
   ASSERT_GT(before, 0);
-  EXPECT_EQ(top["delta"].get<int64_t>(), top["after"].get<int64_t>() - top["before"].get<int64_t>());
+  EXPECT_EQ(top["delta"].get<int64_t>(),
+            top["after"].get<int64_t>() - top["before"].get<int64_t>());
   // 1 s vs 2 s beyond the short programs' time; CPU shared with other work.
   EXPECT_GT(after / before, 1.3) << d.out;
   EXPECT_LT(after / before, 3.0) << d.out;

@@ -63,7 +63,9 @@ struct View {
   const pb::Location& loc(uint64_t id) const { return p.location(static_cast<int>(id - 1)); }
   const pb::Mapping& map(uint64_t id) const { return p.mapping(static_cast<int>(id - 1)); }
   const pb::Function& fn(uint64_t id) const { return p.function(static_cast<int>(id - 1)); }
-  std::string fn_name(uint64_t loc_id) const { return s(fn(loc(loc_id).line(0).function_id()).name()); }
+  std::string fn_name(uint64_t loc_id) const {
+    return s(fn(loc(loc_id).line(0).function_id()).name());
+  }
   std::string leaf(const pb::Sample& x) const { return fn_name(x.location_id(0)); }
   std::map<std::string, std::string> labels(const pb::Sample& x) const {
     std::map<std::string, std::string> out;
