@@ -1,0 +1,64 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "cli/annotate_command.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+
+#include "report/annotate.h"
+#include "report/session.h"
+
+namespace bpfprof::cli {
+namespace {
+
+int fail(const Error& e) {
+  std::fprintf(stderr, "bpfprof annotate: %s\n", e.to_string().c_str());
+  return e.code == Errc::kInvalidArgument ? 2 : 1;
+}
+
+CLI::App* add_flags(CLI::App& app, AnnotateFlags& f) {
+  CLI::App* cmd = app.add_subcommand(
+      "annotate", "A BPF program's JIT'd instructions under its source lines, with samples");
+  cmd->add_option("-i,--input", f.input, "Input file (default perf.data)");
+  cmd->add_option("program", f.program,
+                  "Program name (all instances of its code), id (that instance), tag or ksym name")
+      ->required();
+  cmd->add_option("--format", f.format, "Output format: text or json")
+      ->check(CLI::IsMember({"text", "json"}));
+  return cmd;
+}
+
+}  // namespace
+
+Subcommand add_annotate_subcommand(CLI::App& app) {
+  return make_subcommand<AnnotateFlags>(
+      app, add_flags, [](AnnotateFlags& f, const std::vector<std::string>&,
+                         const std::vector<std::string>&) { return run_annotate(f); });
+}
+
+int run_annotate(const AnnotateFlags& f) {
+  // Only BPF leaf frames matter here: user binaries are never opened.
+  auto session = report::Session::open(f.input, report::SessionOptions{"", false});
+  if (!session.ok()) return fail(session.error());
+  auto a = report::annotate(**session, f.program);
+  if (!a.ok()) return fail(a.error());
+  // Nothing to show at all: say why on stderr rather than print empty listings.
+  if (std::all_of(a->listings.begin(), a->listings.end(),
+                  [](const report::Listing& l) { return !l.unavailable.empty(); })) {
+    for (const report::Listing& l : a->listings) {
+      std::fprintf(stderr, "bpfprof annotate: %s\n", l.unavailable.c_str());
+    }
+    return 1;
+  }
+  const bool color = f.format == "text" && ::isatty(STDOUT_FILENO);
+  std::string out = f.format == "json" ? report::render_annotate_json(*a)
+                                       : report::render_annotate_text(*a, color);
+  if (std::fwrite(out.data(), 1, out.size(), stdout) != out.size() || std::fflush(stdout) != 0) {
+    return fail(make_sys_error("writing the listing", errno));
+  }
+  return 0;
+}
+
+}  // namespace bpfprof::cli
