@@ -11,6 +11,7 @@
 #include "cli/export_command.h"
 #include "cli/diff_command.h"
 #include "cli/merge_command.h"
+#include "cli/annotate_command.h"
 #include "cli/record_command.h"
 #include "cli/report_command.h"
 #include "cli/subcommand.h"
@@ -48,6 +49,7 @@ int main(int argc, char** argv) {
       bpfprof::cli::add_top_subcommand(app),
       bpfprof::cli::add_merge_subcommand(app),
       bpfprof::cli::add_diff_subcommand(app),
+      bpfprof::cli::add_annotate_subcommand(app),
   };
   std::vector<std::string> args(argv, argv + argc);
   auto [flag_args, command] = bpfprof::cli::split_at_dash_dash(args);
