@@ -13,6 +13,7 @@
 #include "base/error.h"
 #include "bpf/prog_info.h"
 #include "perf/abi.h"
+#include "perfdata/enrichment_feature.h"
 
 namespace bpfprof::perfdata {
 
@@ -39,6 +40,8 @@ enum Feature : int {
   // bpfprof's own sections, far above any number perf uses: perf skips feature
   // bits it does not know in file mode.
   kFeatBpfprofKallsyms = 250,
+  kFeatBpfprofEnrichment = 251,  // how BPF programs were enriched (enrichment_feature.h)
+  kFeatBpfprofRunStats = 252,    // per-program run statistics (record --bpf-stats)
 };
 
 // HEADER_COMPRESSED (27), written by `perf record -z`.
@@ -65,6 +68,8 @@ struct Features {
   // machine or after a reboot names kernel code the same (stored zstd-compressed).
   std::optional<std::string> kallsyms;
   std::optional<Compression> compression;      // COMPRESSED
+  std::optional<EnrichmentSection> enrichment;  // bpfprof's 251
+  std::optional<RunStatsSection> run_stats;     // bpfprof's 252
   // EVENT_DESC is derived from the attrs by the writer.
   // Sections bpfprof does not interpret (reader: kept raw by number).
   std::map<int, std::vector<std::byte>> other;
