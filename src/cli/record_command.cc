@@ -42,6 +42,16 @@ CLI::App* add_record_command(CLI::App& app, RecordFlags& f) {
   rec->add_option("-m,--mmap-pages", f.mmap_pages,
                   "Ring buffer pages per CPU, a power of two (default 1024)");
   rec->add_flag("-q,--quiet", f.quiet, "No progress and no summary");
+  rec->add_flag("--bpf-stats", f.bpf_stats,
+                "Turn on the kernel's BPF run statistics (about 20 ns per program run) and store "
+                "each program's run count and run time");
+  // Not in --help: they exist to measure what the enricher's defaults buy.
+  rec->add_option("--enricher-sched", f.enricher_sched, "fifo, nice or other")
+      ->check(CLI::IsMember({"fifo", "nice", "other"}))
+      ->group("");
+  rec->add_option("--enricher-threads", f.enricher_threads, "per-cpu (pinned) or one")
+      ->check(CLI::IsMember({"per-cpu", "one"}))
+      ->group("");
   // Everything from the first non-flag on is the command, its own flags
   // included: prefix_command() leaves those tokens in remaining().
   rec->prefix_command();
@@ -69,6 +79,11 @@ Result<record::RecordOptions> to_options(const RecordFlags& f, const std::vector
   o.callchain = f.callchain;
   o.output = f.output;
   o.mmap_pages = f.mmap_pages;
+  o.bpf_stats = f.bpf_stats;
+  o.enricher_sched = f.enricher_sched == "other"  ? perfdata::EnricherSched::kOther
+                     : f.enricher_sched == "nice" ? perfdata::EnricherSched::kOtherNice
+                                                  : perfdata::EnricherSched::kFifo;
+  o.enricher_per_cpu = f.enricher_threads != "one";
   if (app) o.command = app->remaining();
   if (!o.command.empty() && !f.command.empty()) {
     return make_error(Errc::kInvalidArgument,

@@ -28,6 +28,9 @@ struct RecordFlags {
   double duration_s = 0;
   uint32_t mmap_pages = record::kDefaultMmapPages;
   bool quiet = false;
+  bool bpf_stats = false;
+  std::string enricher_sched = "fifo";  // hidden: fifo | nice | other (measurements)
+  std::string enricher_threads = "per-cpu";  // hidden: per-cpu | one
   std::vector<std::string> command;  // what followed "--" (see split_at_dash_dash)
   CLI::App* app = nullptr;  // the subcommand, to ask which flags were given
 };

@@ -1,19 +1,24 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "record/enricher.h"
 
+#include <pthread.h>
+#include <sched.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <deque>
 
 #include "bpf/query.h"
 #include "perf/event_open.h"
-#include "record/ring_copier.h"
 
 namespace bpfprof::record {
+
+using perfdata::EnricherSched;
 
 uint64_t monotonic_ns() {
   timespec ts{};
@@ -30,6 +35,7 @@ size_t EnrichmentStats::enriched() const {
 }
 
 namespace {
+
 std::vector<uint64_t> hold_times(const std::vector<EnrichedProgram>& programs) {
   std::vector<uint64_t> out;
   for (const auto& p : programs) {
@@ -38,6 +44,27 @@ std::vector<uint64_t> hold_times(const std::vector<EnrichedProgram>& programs) {
   std::sort(out.begin(), out.end());
   return out;
 }
+
+// Lowest real-time priority: above every SCHED_OTHER task, below the
+// kernel's threaded interrupts (50) and anything an administrator raised.
+constexpr int kFifoPriority = 1;
+
+// Applies `want` to the calling thread, falling back silently where the
+// kernel refuses (no CAP_SYS_NICE, RLIMIT_RTPRIO, a cgroup without RT
+// budget); returns what it got.
+EnricherSched apply_sched(EnricherSched want) {
+  if (want == EnricherSched::kFifo) {
+    sched_param sp{};
+    sp.sched_priority = kFifoPriority;
+    if (::pthread_setschedparam(::pthread_self(), SCHED_FIFO, &sp) == 0) return EnricherSched::kFifo;
+  }
+  if (want != EnricherSched::kOther &&
+      ::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), -20) == 0) {
+    return EnricherSched::kOtherNice;
+  }
+  return EnricherSched::kOther;
+}
+
 }  // namespace
 
 uint64_t EnrichmentStats::median_hold_ns() const {
@@ -50,39 +77,196 @@ uint64_t EnrichmentStats::max_hold_ns() const {
   return h.empty() ? 0 : h.back();
 }
 
-Result<std::unique_ptr<Enricher>> Enricher::start(const std::vector<int>& cpus,
-                                                  uint64_t sample_type, uint32_t pages) {
+// One enricher thread and the rings it reads. Its state is its own until
+// stop() has joined it.
+struct Enricher::Worker {
+  struct Pending {
+    EnrichedProgram program;
+    UniqueFd fd;
+  };
+
+  std::vector<CpuRing> rings;
+  perf::SampleLayout layout;
+  UniqueFd epoll_fd;
+  int pin_cpu = -1;
+  EnricherSched want = EnricherSched::kFifo;
+  EnricherSched got = EnricherSched::kOther;
+  bool poller = false;  // polls run statistics (one worker does)
+  bool run_stats = false;
+  uint64_t poll_interval_ns = 0;
+  std::thread thread;
+
+  std::deque<Pending> pending;
+  std::vector<EnrichedProgram> programs;
+  uint64_t lost = 0, errors = 0;
+  std::map<uint32_t, bpf::ProgInfo> infos;
+  std::map<uint32_t, bpf::BtfBlob> btfs;
+  std::set<uint32_t> btf_missing;
+  RunStatsTable stats;
+
+  void run(int stop_fd);
+  // Takes references for every PROG_LOAD in the rings, then reads their
+  // infos one by one, taking new references between two reads.
+  void react();
+  void grab();
+  void read_info(Pending& item);
+};
+
+void Enricher::Worker::run(int stop_fd) {
+  if (pin_cpu >= 0) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(pin_cpu, &set);
+    (void)::pthread_setaffinity_np(::pthread_self(), sizeof set, &set);
+  }
+  got = apply_sched(want);
+  uint64_t next_poll = 0;
+  // A pass costs a few bpf() calls per loaded program: on a host with many
+  // programs the interval stretches so polling stays near 1% of a CPU.
+  auto poll = [&] {
+    const uint64_t begin = monotonic_ns();
+    stats.poll(false);
+    const uint64_t end = monotonic_ns();
+    next_poll = end + std::max(poll_interval_ns, (end - begin) * kRunStatsPollCostFactor);
+  };
+  if (poller) poll();
+  epoll_event events[32];
+  for (;;) {
+    int timeout_ms = -1;
+    if (poller) {
+      const uint64_t now = monotonic_ns();
+      timeout_ms = now >= next_poll ? 0 : static_cast<int>((next_poll - now) / 1'000'000 + 1);
+    }
+    int n = ::epoll_wait(epoll_fd.get(), events, 32, timeout_ms);
+    if (n < 0 && errno != EINTR) return;
+    bool stop = false;
+    for (int i = 0; i < n; i++) {
+      if (events[i].data.fd == stop_fd) stop = true;
+    }
+    react();
+    if (stop) return;
+    if (poller && monotonic_ns() >= next_poll) poll();
+  }
+}
+
+void Enricher::Worker::react() {
+  grab();
+  while (!pending.empty()) {
+    Pending item = std::move(pending.front());
+    pending.pop_front();
+    read_info(item);
+    grab();
+  }
+}
+
+void Enricher::Worker::grab() {
+  for (CpuRing& r : rings) {
+    auto consumed = r.ring.for_each_record([&](const perf::RecordView& rec) {
+      if (rec.header.type == perf::kRecordLost) {
+        if (auto l = perf::Lost::parse(rec, layout); l.ok()) lost += l->lost;
+        return;
+      }
+      if (rec.header.type != perf::kRecordBpfEvent) return;
+      auto ev = perf::BpfEvent::parse(rec, layout);
+      if (!ev.ok() || ev->type != perf::kBpfEventProgLoad) return;
+      // The reference first, nothing else: the program may unload at any moment.
+      EnrichedProgram p;
+      p.id = ev->id;
+      p.load_time_ns = ev->sample_id.time;
+      p.acquired_ns = monotonic_ns();
+      auto fd = bpf::prog_fd_by_id(p.id);
+      if (fd.ok()) {
+        pending.push_back({p, std::move(fd).value()});
+        return;
+      }
+      p.gone = fd.error().code == Errc::kNotFound;
+      if (!p.gone) errors++;
+      programs.push_back(p);
+    });
+    if (!consumed.ok()) errors++;
+  }
+}
+
+void Enricher::Worker::read_info(Pending& item) {
+  EnrichedProgram& p = item.program;
+  auto info = bpf::read_prog_info(item.fd.get());
+  // The BTF while the program still pins it (once per BTF id), then let go.
+  const uint32_t btf_id = info.ok() ? info->info.btf_id : 0;
+  if (btf_id && !btfs.count(btf_id) && !btf_missing.count(btf_id)) {
+    auto btf = bpf::read_btf(btf_id);
+    if (btf.ok()) {
+      btfs.emplace(btf_id, std::move(btf).value());
+    } else {
+      btf_missing.insert(btf_id);
+    }
+  }
+  item.fd.reset();
+  p.released_ns = monotonic_ns();
+  if (!info.ok()) {
+    errors++;
+    programs.push_back(p);
+    return;
+  }
+  if (run_stats) {
+    stats.saw(p.id, p.released_ns, {info->info.run_cnt, info->info.run_time_ns}, true);
+  }
+  // No names here: in the file they come from the kernel's KSYMBOL records.
+  p.enriched = true;
+  infos.emplace(p.id, std::move(info).value());
+  programs.push_back(p);
+}
+
+Result<std::unique_ptr<Enricher>> Enricher::start(const EnricherConfig& config) {
   std::unique_ptr<Enricher> e(new Enricher());
-  perf::SidebandConfig config;
-  config.ksymbol = false;
-  config.mmap2 = false;
-  config.comm = false;
-  config.task = false;
-  config.bpf_event = true;
+  e->config_ = config;
+  perf::SidebandConfig sb;
+  sb.ksymbol = false;
+  sb.mmap2 = false;
+  sb.comm = false;
+  sb.task = false;
+  sb.bpf_event = true;
   // Wake on every record (wakeup_events counts samples only, never side-band).
-  config.wakeup_watermark = 1;
-  const perf_event_attr attr = perf::make_sideband_attr(config, sample_type);
-  BPFPROF_ASSIGN_OR_RETURN(e->layout_, perf::SampleLayout::from_attr(attr));
+  sb.wakeup_watermark = 1;
+  const perf_event_attr attr = perf::make_sideband_attr(sb, config.sample_type);
+  BPFPROF_ASSIGN_OR_RETURN(perf::SampleLayout layout, perf::SampleLayout::from_attr(attr));
   std::vector<uint64_t> ids;
-  BPFPROF_ASSIGN_OR_RETURN(e->rings_, open_per_cpu(attr, -1, cpus, pages, ids));
-  for (CpuRing& r : e->rings_) BPFPROF_TRY(perf::enable_event(r.fd.get()));
+  BPFPROF_ASSIGN_OR_RETURN(std::vector<CpuRing> rings,
+                           open_per_cpu(attr, -1, config.cpus, config.pages, ids));
+  for (CpuRing& r : rings) BPFPROF_TRY(perf::enable_event(r.fd.get()));
 
   e->stop_fd_.reset(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
   if (!e->stop_fd_.valid()) return make_sys_error("eventfd", errno);
-  e->epoll_fd_.reset(::epoll_create1(EPOLL_CLOEXEC));
-  if (!e->epoll_fd_.valid()) return make_sys_error("epoll_create1", errno);
-  auto add = [&](int fd) -> Status {
+  const size_t n_workers = config.per_cpu ? rings.size() : 1;
+  for (size_t i = 0; i < n_workers; i++) {
+    auto w = std::make_unique<Worker>();
+    w->layout = layout;
+    w->want = config.sched;
+    w->poller = config.run_stats && i == 0;
+    w->run_stats = config.run_stats;
+    w->poll_interval_ns = config.poll_interval_ns;
+    w->epoll_fd.reset(::epoll_create1(EPOLL_CLOEXEC));
+    if (!w->epoll_fd.valid()) return make_sys_error("epoll_create1", errno);
+    e->workers_.push_back(std::move(w));
+  }
+  for (size_t i = 0; i < rings.size(); i++) {
+    Worker& w = *e->workers_[config.per_cpu ? i : 0];
+    if (config.per_cpu) w.pin_cpu = rings[i].cpu;
+    w.rings.push_back(std::move(rings[i]));
+  }
+  auto add = [](int epoll_fd, int fd) -> Status {
     epoll_event ev{};
     ev.events = EPOLLIN;
     ev.data.fd = fd;
-    if (::epoll_ctl(e->epoll_fd_.get(), EPOLL_CTL_ADD, fd, &ev) != 0) {
-      return make_sys_error("epoll_ctl", errno);
-    }
+    if (::epoll_ctl(epoll_fd, EPOLL_CTL_ADD, fd, &ev) != 0) return make_sys_error("epoll_ctl", errno);
     return ok_status();
   };
-  for (CpuRing& r : e->rings_) BPFPROF_TRY(add(r.fd.get()));
-  BPFPROF_TRY(add(e->stop_fd_.get()));
-  e->thread_ = std::thread([raw = e.get()] { raw->run(); });
+  for (auto& w : e->workers_) {
+    for (CpuRing& r : w->rings) BPFPROF_TRY(add(w->epoll_fd.get(), r.fd.get()));
+    BPFPROF_TRY(add(w->epoll_fd.get(), e->stop_fd_.get()));
+  }
+  for (auto& w : e->workers_) {
+    w->thread = std::thread([raw = w.get(), stop_fd = e->stop_fd_.get()] { raw->run(stop_fd); });
+  }
   return e;
 }
 
@@ -91,80 +275,68 @@ Enricher::~Enricher() { stop(); }
 void Enricher::stop() {
   if (stopped_) return;
   stopped_ = true;
+  // Never read: the eventfd stays readable, so every worker sees it.
   uint64_t one = 1;
   (void)!::write(stop_fd_.get(), &one, sizeof one);
-  if (thread_.joinable()) thread_.join();
-  for (CpuRing& r : rings_) (void)perf::disable_event(r.fd.get());
-  drain();  // whatever arrived between the thread's last pass and disable
+  for (auto& w : workers_) {
+    if (w->thread.joinable()) w->thread.join();
+  }
+  stats_.threads = workers_.size();
+  stats_.pinned = config_.per_cpu;
+  stats_.sched = workers_.empty() ? EnricherSched::kOther : EnricherSched::kFifo;
+  for (auto& w : workers_) {
+    for (CpuRing& r : w->rings) (void)perf::disable_event(r.fd.get());
+    w->react();  // whatever arrived between the thread's last pass and disable
+    stats_.sched = std::min(stats_.sched, w->got);
+    stats_.lost += w->lost;
+    stats_.errors += w->errors;
+    stats_.programs.insert(stats_.programs.end(), w->programs.begin(), w->programs.end());
+    infos_.merge(w->infos);
+    btfs_.merge(w->btfs);
+    run_stats_.merge(w->stats);
+  }
+  std::sort(stats_.programs.begin(), stats_.programs.end(),
+            [](const auto& a, const auto& b) { return a.acquired_ns < b.acquired_ns; });
+  // Programs still loaded: their final values, while the statistics are on.
+  if (config_.run_stats) run_stats_.poll(true);
 }
 
-void Enricher::run() {
-  epoll_event events[32];
-  for (;;) {
-    int n = ::epoll_wait(epoll_fd_.get(), events, 32, -1);
-    if (n < 0 && errno != EINTR) return;
-    bool stop = false;
-    for (int i = 0; i < n; i++) {
-      if (events[i].data.fd == stop_fd_.get()) stop = true;
+perfdata::EnrichmentSection enrichment_section(const EnrichmentStats& stats,
+                                               const std::vector<uint32_t>& synthesized,
+                                               const std::set<uint32_t>& stored,
+                                               int in_kernel_errno) {
+  using Entry = perfdata::EnrichedProgramEntry;
+  perfdata::EnrichmentSection s;
+  s.path = perfdata::EnrichmentPath::kUserSpace;
+  s.sched = stats.sched;
+  s.in_kernel_errno = in_kernel_errno;
+  s.threads = static_cast<uint16_t>(stats.threads);
+  s.pinned = stats.pinned;
+  s.lost = stats.lost;
+  s.errors = stats.errors;
+  std::set<uint32_t> listed;
+  for (uint32_t id : synthesized) {
+    Entry e;
+    e.id = id;
+    e.flags = Entry::kSynthesized | (stored.count(id) ? Entry::kStored : 0);
+    if (listed.insert(id).second) s.programs.push_back(e);
+  }
+  for (const EnrichedProgram& p : stats.programs) {
+    // A program loaded while synthesis enumerated is both: one entry.
+    if (!listed.insert(p.id).second) continue;
+    Entry e;
+    e.id = p.id;
+    e.load_ns = p.load_time_ns;
+    e.acquired_ns = p.acquired_ns;
+    e.hold_ns = p.hold_ns();
+    if (stored.count(p.id)) {
+      e.flags |= Entry::kStored;
+    } else if (p.gone) {
+      e.flags |= Entry::kGone;
     }
-    drain();
-    if (stop) return;
+    s.programs.push_back(e);
   }
-}
-
-void Enricher::drain() {
-  for (CpuRing& r : rings_) {
-    auto consumed = r.ring.for_each_record([&](const perf::RecordView& rec) {
-      if (rec.header.type == perf::kRecordLost) {
-        if (auto lost = perf::Lost::parse(rec, layout_); lost.ok()) stats_.lost += lost->lost;
-        return;
-      }
-      if (rec.header.type != perf::kRecordBpfEvent) return;
-      perf::RecordView fixed = rec;
-      fixed.header.size = true_record_size(rec, layout_.id_hdr_size());
-      fixed.bytes = rec.bytes.first(fixed.header.size);
-      auto ev = perf::BpfEvent::parse(fixed, layout_);
-      if (ev.ok() && ev->type == perf::kBpfEventProgLoad) on_prog_load(ev->id, ev->sample_id.time);
-    });
-    if (!consumed.ok()) stats_.errors++;
-  }
-}
-
-void Enricher::on_prog_load(uint32_t id, uint64_t time) {
-  EnrichedProgram p;
-  p.id = id;
-  p.load_time_ns = time;
-  p.acquired_ns = monotonic_ns();
-  // The reference first: the program may be unloaded at any moment.
-  auto fd = bpf::prog_fd_by_id(id);
-  if (!fd.ok()) {
-    p.gone = fd.error().code == Errc::kNotFound;
-    if (!p.gone) stats_.errors++;
-    stats_.programs.push_back(p);
-    return;
-  }
-  auto info = bpf::read_prog_info(fd->get());
-  // The BTF while the program still pins it (once per BTF id), then let go.
-  const uint32_t btf_id = info.ok() ? info->info.btf_id : 0;
-  if (btf_id && !btfs_.count(btf_id) && !btf_missing_.count(btf_id)) {
-    auto btf = bpf::read_btf(btf_id);
-    if (btf.ok()) {
-      btfs_.emplace(btf_id, std::move(btf).value());
-    } else {
-      btf_missing_.insert(btf_id);
-    }
-  }
-  fd->reset();
-  p.released_ns = monotonic_ns();
-  if (!info.ok()) {
-    stats_.errors++;
-    stats_.programs.push_back(p);
-    return;
-  }
-  // No names here: in the file they come from the kernel's KSYMBOL records.
-  p.enriched = true;
-  infos_.emplace(id, std::move(info).value());
-  stats_.programs.push_back(p);
+  return s;
 }
 
 }  // namespace bpfprof::record

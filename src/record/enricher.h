@@ -1,9 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
-// The enricher: a thread with its own per-CPU side-band events (BPF_EVENT
-// only, woken on every record, not written to the file). On PROG_LOAD it takes
-// a reference to the program by id at once, reads bpf_prog_info and BTF, and
-// drops the reference immediately: holding it would keep an unloaded
+// The enricher: threads with their own per-CPU side-band events (BPF_EVENT
+// only, woken on every record, not written to the file). On PROG_LOAD a
+// thread takes a reference to the program by id at once, reads bpf_prog_info
+// and BTF, and drops the reference: holding it would keep an unloaded
 // program's JIT image alive and delay its PROG_UNLOAD.
+//
+// The race it runs against is the program's lifetime: once the last fd
+// closes, the id is gone. So by default there is a thread per CPU, pinned
+// there and reading that CPU's ring, running SCHED_FIFO where allowed: the
+// wakeup preempts the loader on its own CPU instead of waiting for a time
+// slice. A thread takes every reference of a batch before reading any info
+// and looks at its rings again between two info reads.
 #pragma once
 
 #include <cstdint>
@@ -17,7 +24,9 @@
 #include "base/unique_fd.h"
 #include "bpf/prog_info.h"
 #include "perf/records.h"
+#include "perfdata/enrichment_feature.h"
 #include "record/event_set.h"
+#include "record/run_stats.h"
 
 namespace bpfprof::record {
 
@@ -33,51 +42,75 @@ struct EnrichedProgram {
 };
 
 struct EnrichmentStats {
-  std::vector<EnrichedProgram> programs;  // in the order their PROG_LOADs were read
+  std::vector<EnrichedProgram> programs;  // by the time their reference was taken
   uint64_t lost = 0;                      // LOST records in the enricher's rings
   uint64_t errors = 0;                    // info/BTF reads that failed for other reasons
+  perfdata::EnricherSched sched = perfdata::EnricherSched::kOther;  // what every thread got
+  size_t threads = 0;
+  bool pinned = false;                    // one thread per CPU, bound to it
   size_t gone() const;
   size_t enriched() const;
   uint64_t median_hold_ns() const;
   uint64_t max_hold_ns() const;
 };
 
+struct EnricherConfig {
+  std::vector<int> cpus;  // every online CPU: a PROG_LOAD is reported where it ran
+  uint64_t sample_type = 0;
+  uint32_t pages = 16;
+  // The policy to ask for; refusals fall back (FIFO -> nice -20 -> default).
+  perfdata::EnricherSched sched = perfdata::EnricherSched::kFifo;
+  // One thread per CPU, each bound to its CPU's ring and pinned there: the
+  // PROG_LOAD wakes the thread on the CPU that loaded the program, and under
+  // SCHED_FIFO it runs before the loader does again, so the reference is
+  // taken before the loader can close its fd. Else one unpinned thread for
+  // all rings, which must wait for a CPU (bench/RESULTS.md measures both).
+  bool per_cpu = true;
+  bool run_stats = false;  // poll every program's run statistics (--bpf-stats)
+  uint64_t poll_interval_ns = kRunStatsPollNs;
+};
+
 class Enricher {
  public:
-  // Opens the events on `cpus` (live from open on) and starts the thread.
-  static Result<std::unique_ptr<Enricher>> start(const std::vector<int>& cpus,
-                                                 uint64_t sample_type, uint32_t pages);
+  // Opens the events on every CPU (live from open on) and starts the threads.
+  static Result<std::unique_ptr<Enricher>> start(const EnricherConfig& config);
   ~Enricher();
   Enricher(const Enricher&) = delete;
   Enricher& operator=(const Enricher&) = delete;
 
-  // Drains the rings one last time and joins the thread. Idempotent.
+  // Drains the rings one last time, joins the threads and, with run
+  // statistics, reads every still-loaded program once more. Idempotent.
   void stop();
 
   // After stop(): what was collected.
   const EnrichmentStats& stats() const { return stats_; }
   std::map<uint32_t, bpf::ProgInfo>& infos() { return infos_; }
   std::map<uint32_t, bpf::BtfBlob>& btfs() { return btfs_; }
+  const RunStatsTable& run_stats() const { return run_stats_; }
 
  private:
+  struct Worker;
   Enricher() = default;
-  void run();
-  void drain();
-  void on_prog_load(uint32_t id, uint64_t time);
 
-  std::vector<CpuRing> rings_;
-  perf::SampleLayout layout_;
-  UniqueFd stop_fd_;   // eventfd: written by stop()
-  UniqueFd epoll_fd_;
-  std::thread thread_;
+  std::vector<std::unique_ptr<Worker>> workers_;
+  UniqueFd stop_fd_;  // eventfd written by stop(); every worker's epoll watches it
   bool stopped_ = false;
+  EnricherConfig config_;
 
-  // Owned by the thread until stop() has joined it.
+  // Filled by stop() from the workers.
   EnrichmentStats stats_;
   std::map<uint32_t, bpf::ProgInfo> infos_;
   std::map<uint32_t, bpf::BtfBlob> btfs_;
-  std::set<uint32_t> btf_missing_;
+  RunStatsTable run_stats_;
 };
+
+// The file's enrichment section: the programs synthesized at start, then
+// every PROG_LOAD the enricher saw; `stored`: ids BPF_PROG_INFO holds.
+// `in_kernel_errno`: bpf::probe_fentry()'s answer.
+perfdata::EnrichmentSection enrichment_section(const EnrichmentStats& stats,
+                                               const std::vector<uint32_t>& synthesized,
+                                               const std::set<uint32_t>& stored,
+                                               int in_kernel_errno);
 
 uint64_t monotonic_ns();
 

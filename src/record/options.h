@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "perfdata/enrichment_feature.h"
 
 namespace bpfprof::record {
 
@@ -33,6 +34,11 @@ struct RecordOptions {
   std::optional<double> duration_s;     // -d
   uint32_t mmap_pages = kDefaultMmapPages;         // -m
   uint32_t sideband_pages = kDefaultSidebandPages;
+  bool bpf_stats = false;               // --bpf-stats: BPF_STATS_RUN_TIME on while recording
+  // The enricher's scheduling request and thread layout (see EnricherConfig);
+  // changed only to measure what they buy (bench/short_lived.sh).
+  perfdata::EnricherSched enricher_sched = perfdata::EnricherSched::kFifo;
+  bool enricher_per_cpu = true;
   // argv for the CMDLINE feature: [our binary, "record", flags...].
   std::vector<std::string> cmdline;
 

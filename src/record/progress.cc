@@ -19,8 +19,10 @@ std::string format_summary(const RecordStats& s) {
 }
 
 std::string format_enrichment(const EnrichmentStats& e) {
-  return fmt::format("enrichment: {} programs, median/max hold time {:.0f}/{:.0f} \u00b5s",
-                     e.programs.size(), static_cast<double>(e.median_hold_ns()) / 1e3,
+  return fmt::format("enrichment: {} programs, {} gone first; {} thread{}{} ({}), median/max hold "
+                     "time {:.0f}/{:.0f} \u00b5s",
+                     e.programs.size(), e.gone(), e.threads, e.threads == 1 ? "" : "s", e.pinned ? " pinned per CPU" : "",
+                     perfdata::sched_name(e.sched), static_cast<double>(e.median_hold_ns()) / 1e3,
                      static_cast<double>(e.max_hold_ns()) / 1e3);
 }
 

@@ -16,7 +16,8 @@ std::string format_progress(const Progress& p);
 // synthesized, Y loaded during recording), Z enriched, W gone before
 // enrichment; wrote out.data (S MB) ]".
 std::string format_summary(const RecordStats& s);
-// "enrichment: N programs, median/max hold time X/Y µs".
+// "enrichment: N programs, G gone first; T threads (SCHED_FIFO), median/max
+// hold time X/Y µs".
 std::string format_enrichment(const EnrichmentStats& e);
 
 }  // namespace bpfprof::record

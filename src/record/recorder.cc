@@ -13,6 +13,7 @@
 
 #include <fmt/format.h>
 
+#include "bpf/query.h"
 #include "perf/event_open.h"
 #include "record/event_set.h"
 #include "record/output_file.h"
@@ -153,10 +154,28 @@ Result<RecordStats> record(const RecordOptions& o, const RecordSink& sink) {
   }
 
   Setup setup = make_attrs(o, spec);
+  // Whether the kernel would allow the in-kernel path (a tracing program on
+  // the unload path). Asked before any event opens: a probe that loads is a
+  // program of our own, not the user's.
+  const int in_kernel_errno = bpf::probe_fentry();
+  UniqueFd stats_fd;
+  uint64_t stats_on_ns = 0;
+  if (o.bpf_stats) {
+    auto fd = bpf::enable_run_stats();
+    if (!fd.ok()) return explain_bpf_error(std::move(fd).error().with_context("--bpf-stats"));
+    stats_fd = std::move(fd).value();
+    stats_on_ns = monotonic_ns();
+  }
   // The enricher's events open first, so every PROG_LOAD the file will carry
   // is also seen by the enricher.
-  BPFPROF_ASSIGN_OR_RETURN(auto enricher,
-                           Enricher::start(online, setup.sampling.sample_type, kEnricherPages));
+  EnricherConfig ec;
+  ec.cpus = online;
+  ec.sample_type = setup.sampling.sample_type;
+  ec.pages = kEnricherPages;
+  ec.sched = o.enricher_sched;
+  ec.per_cpu = o.enricher_per_cpu;
+  ec.run_stats = o.bpf_stats;
+  BPFPROF_ASSIGN_OR_RETURN(auto enricher, Enricher::start(ec));
   BPFPROF_ASSIGN_OR_RETURN(EventSet events, open_events(o, cpus, online, tids, setup, sink));
   BPFPROF_ASSIGN_OR_RETURN(perf::SampleLayout layout, perf::SampleLayout::from_attr(setup.sampling));
 
@@ -204,6 +223,9 @@ Result<RecordStats> record(const RecordOptions& o, const RecordSink& sink) {
   Status drained = stop.ok() ? loop.pass() : ok_status();
   const uint64_t t1 = monotonic_ns();
   enricher->stop();
+  // The final values are read: the statistics go off (they cost every run).
+  stats_fd.reset();
+  const uint64_t stats_off_ns = o.bpf_stats ? monotonic_ns() : 0;
 
   RecordStats stats;
   if (workload) stats.workload_status = workload->terminate_and_reap();
@@ -217,7 +239,21 @@ Result<RecordStats> record(const RecordOptions& o, const RecordSink& sink) {
   std::map<uint32_t, bpf::BtfBlob> btfs = std::move(enricher->btfs());
   merge_prog_infos(infos, std::move(bpf->infos));
   merge_btfs(btfs, std::move(bpf->btfs));
-  for (auto& [id, info] : infos) features.bpf_prog_info.push_back(std::move(info));
+  std::set<uint32_t> stored;
+  for (auto& [id, info] : infos) {
+    stored.insert(id);
+    features.bpf_prog_info.push_back(std::move(info));
+  }
+  features.enrichment =
+      enrichment_section(enricher->stats(), bpf->synthesized, stored, in_kernel_errno);
+  if (o.bpf_stats) {
+    perfdata::RunStatsSection rs;
+    rs.poll_interval_ns = kRunStatsPollNs;
+    rs.enabled_ns = stats_on_ns;
+    rs.disabled_ns = stats_off_ns;
+    rs.programs = enricher->run_stats().entries();
+    features.run_stats = std::move(rs);
+  }
   for (auto& [id, btf] : btfs) features.bpf_btf.push_back(std::move(btf));
   Status closed = writer.close(features);
   if (!stop.ok()) return std::move(stop).error();

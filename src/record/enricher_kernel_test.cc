@@ -1,0 +1,160 @@
+// SPDX-License-Identifier: Apache-2.0
+// Real-kernel tests of the enricher in-process: the enrichment section (251)
+// says how programs were enriched, --bpf-stats stores run statistics (252),
+// and one unpinned thread for all CPUs works like the default, a pinned thread
+// per CPU.
+#include <bpf/bpf.h>
+#include <linux/bpf.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "perfdata/reader.h"
+#include "record/recorder.h"
+#include "testing/subprocess.h"
+
+namespace bpfprof::record {
+namespace {
+
+using perfdata::EnrichedProgramEntry;
+using perfdata::ProgramRunStats;
+
+off_t file_size(const std::string& path) {
+  struct stat st{};
+  return ::stat(path.c_str(), &st) == 0 ? st.st_size : 0;
+}
+
+// A socket filter "r0 = 0; exit", test-run `runs` times in `rounds` calls.
+struct Program {
+  int fd = -1;
+  uint32_t id = 0;
+  Program() {
+    bpf_insn prog[2] = {};
+    prog[0].code = BPF_ALU64 | BPF_MOV | BPF_K;
+    prog[1].code = BPF_JMP | BPF_EXIT;
+    fd = bpf_prog_load(BPF_PROG_TYPE_SOCKET_FILTER, "bpfprof_stats", "GPL", prog, 2, nullptr);
+    if (fd < 0) return;
+    bpf_prog_info info{};
+    uint32_t len = sizeof info;
+    if (bpf_obj_get_info_by_fd(fd, &info, &len) == 0) id = info.id;
+  }
+  ~Program() {
+    if (fd >= 0) ::close(fd);
+  }
+  void run(int repeat) const {
+    char packet[64] = {};
+    LIBBPF_OPTS(bpf_test_run_opts, opts, .data_in = packet, .data_size_in = sizeof packet,
+                .repeat = repeat);
+    (void)bpf_prog_test_run_opts(fd, &opts);
+  }
+};
+
+// Records system-wide for `o.duration_s` while `during` runs once the file exists.
+template <class Fn>
+Result<RecordStats> record_while(const RecordOptions& o, Fn during) {
+  Result<RecordStats> stats = make_error(Errc::kInternal, "not run");
+  std::thread recorder([&] { stats = record(o, {}); });
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (file_size(o.output) < 4096 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  during();
+  recorder.join();
+  return stats;
+}
+
+TEST(EnricherKernelTest, StoresEnrichmentAndRunStatistics) {
+  bpfprof::testing::TempDir dir;
+  RecordOptions o;
+  o.system_wide = true;
+  o.duration_s = 1.5;
+  o.bpf_stats = true;
+  o.output = dir.file("stats.data");
+  uint32_t id = 0;
+  auto stats = record_while(o, [&] {
+    Program p;
+    id = p.id;
+    if (p.fd < 0) return;
+    p.run(1000);
+    // Outlive a poll (100 ms) so the last value covers the runs.
+    std::this_thread::sleep_for(std::chrono::milliseconds(350));
+    p.run(1000);
+    std::this_thread::sleep_for(std::chrono::milliseconds(350));
+  });
+  if (!stats.ok() && stats.error().code == Errc::kPermission) {
+    BPFPROF_KERNEL_SKIP(stats.error().to_string());
+  }
+  ASSERT_TRUE(stats.ok()) << stats.error().to_string();
+  ASSERT_NE(id, 0u) << "bpf_prog_load failed";
+  EXPECT_EQ(stats->enrichment.threads, std::thread::hardware_concurrency());
+  EXPECT_TRUE(stats->enrichment.pinned);
+
+  auto reader = perfdata::FileReader::open(o.output);
+  ASSERT_TRUE(reader.ok()) << reader.error().to_string();
+  const perfdata::Features& f = reader->features();
+  ASSERT_TRUE(f.enrichment.has_value()) << "feature 251";
+  // Root has CAP_SYS_NICE: the enricher runs SCHED_FIFO.
+  if (::geteuid() == 0) {
+    EXPECT_EQ(f.enrichment->sched, perfdata::EnricherSched::kFifo);
+  }
+  EXPECT_GE(f.enrichment->in_kernel_errno, 0) << "the in-kernel path was probed";
+  EXPECT_EQ(f.enrichment->threads, std::thread::hardware_concurrency());
+  EXPECT_TRUE(f.enrichment->pinned);
+  const EnrichedProgramEntry* entry = nullptr;
+  for (const auto& e : f.enrichment->programs) {
+    if (e.id == id) entry = &e;
+  }
+  ASSERT_NE(entry, nullptr);
+  EXPECT_TRUE(entry->has(EnrichedProgramEntry::kStored));
+  EXPECT_FALSE(entry->has(EnrichedProgramEntry::kGone));
+  EXPECT_GT(entry->load_ns, 0u);
+  EXPECT_GE(entry->acquired_ns, entry->load_ns);
+
+  ASSERT_TRUE(f.run_stats.has_value()) << "feature 252";
+  EXPECT_GT(f.run_stats->disabled_ns, f.run_stats->enabled_ns);
+  const ProgramRunStats* rs = nullptr;
+  for (const auto& p : f.run_stats->programs) {
+    if (p.id == id) rs = &p;
+  }
+  ASSERT_NE(rs, nullptr);
+  EXPECT_TRUE(rs->has(ProgramRunStats::kLoadedDuring));
+  EXPECT_FALSE(rs->has(ProgramRunStats::kReadAtEnd)) << "unloaded before the end";
+  EXPECT_TRUE(rs->measured());
+  EXPECT_EQ(rs->run_cnt(), 2000u) << "the last poll came after both test runs";
+  EXPECT_GT(rs->run_time_ns(), 0u);
+}
+
+TEST(EnricherKernelTest, OneThreadForAllCpus) {
+  bpfprof::testing::TempDir dir;
+  RecordOptions o;
+  o.system_wide = true;
+  o.duration_s = 0.6;
+  o.enricher_per_cpu = false;
+  o.output = dir.file("one.data");
+  uint32_t id = 0;
+  auto stats = record_while(o, [&] {
+    Program p;
+    id = p.id;
+  });
+  if (!stats.ok() && stats.error().code == Errc::kPermission) {
+    BPFPROF_KERNEL_SKIP(stats.error().to_string());
+  }
+  ASSERT_TRUE(stats.ok()) << stats.error().to_string();
+  ASSERT_NE(id, 0u);
+  EXPECT_EQ(stats->enrichment.threads, 1u);
+  EXPECT_FALSE(stats->enrichment.pinned);
+  auto reader = perfdata::FileReader::open(o.output);
+  ASSERT_TRUE(reader.ok()) << reader.error().to_string();
+  EXPECT_FALSE(reader->features().run_stats.has_value()) << "no --bpf-stats, no section";
+  size_t stored = 0;
+  for (const auto& p : reader->features().bpf_prog_info) stored += p.id() == id;
+  EXPECT_EQ(stored, 1u);
+}
+
+}  // namespace
+}  // namespace bpfprof::record
