@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cstdio>
 
+#include "report/enrichment.h"
 #include "report/script.h"
 #include "report/session.h"
 
@@ -67,6 +68,7 @@ int run_report(const ReportFlags& f) {
               options->keys.end();
   agg.threads = f.jobs;
   report::ReportData data = report::aggregate(**session, agg);
+  report::add_enrichment((*session)->reader().features(), data);
   std::string out = f.format == "json" ? report::render_json(data, *options)
                                        : report::render_text(data, *options);
   if (std::fwrite(out.data(), 1, out.size(), stdout) != out.size() || std::fflush(stdout) != 0) {

@@ -48,14 +48,21 @@ Json programs_json(const ReportData& d) {
     for (const FunctionRow& f : p.functions) {
       functions.push_back(Json{{"name", f.name}, {"samples", f.samples}});
     }
-    out.push_back(Json{{"id", p.id},
-                       {"name", p.name},
-                       {"tag", p.tag},
-                       {"samples", p.samples},
-                       {"percent", pct(p.samples, total)},
-                       {"load_ns", p.load_ns},
-                       {"unload_ns", p.unload_ns ? Json(*p.unload_ns) : Json(nullptr)},
-                       {"functions", std::move(functions)}});
+    Json row{{"id", p.id},
+             {"name", p.name},
+             {"tag", p.tag},
+             {"samples", p.samples},
+             {"percent", pct(p.samples, total)},
+             {"load_ns", p.load_ns},
+             {"unload_ns", p.unload_ns ? Json(*p.unload_ns) : Json(nullptr)}};
+    if (d.enrichment && d.enrichment->bpf_stats) {
+      const bool known = p.run_cnt && p.run_time_ns;
+      row["run_cnt"] = known ? Json(*p.run_cnt) : Json(nullptr);
+      row["run_time_ns"] = known ? Json(*p.run_time_ns) : Json(nullptr);
+      row["avg_ns"] = known && *p.run_cnt ? Json(*p.run_time_ns / *p.run_cnt) : Json(nullptr);
+    }
+    row["functions"] = std::move(functions);
+    out.push_back(std::move(row));
   }
   return out;
 }
@@ -110,6 +117,19 @@ std::string render_json(const ReportData& d, const RenderOptions& o) {
   j["lost"] = h.lost;
   j["throttled"] = h.throttled;
   j["bpf_only"] = o.bpf_only;
+  if (d.enrichment) {
+    const EnrichmentSummary& e = *d.enrichment;
+    j["enrichment"] = Json{{"path", e.path},
+                           {"in_kernel", e.in_kernel},
+                           {"in_kernel_errno", e.in_kernel_errno},
+                           {"programs", e.programs},
+                           {"stored", e.stored},
+                           {"gone", e.gone},
+                           {"lost", e.lost},
+                           {"median_hold_ns", e.median_hold_ns},
+                           {"max_hold_ns", e.max_hold_ns},
+                           {"bpf_stats", e.bpf_stats}};
+  }
   j["programs"] = programs_json(d);
   const bool default_keys = o.keys == std::vector<SortKey>{SortKey::kSym};
   j["symbols"] = rows_json(d, default_keys ? o : RenderOptions{{SortKey::kSym}, o.bpf_only, false},

@@ -43,6 +43,24 @@ struct ProgramRow {
   std::optional<uint64_t> unload_ns;   // none = still loaded at the end
   uint64_t samples = 0;
   std::vector<FunctionRow> functions;  // in program order (main function first)
+  // Measured by the kernel (record --bpf-stats): runs and run time during the
+  // recording; none when the file has no value for this program.
+  std::optional<uint64_t> run_cnt, run_time_ns;
+};
+
+// How the recorder enriched BPF programs (bpfprof's feature 251), and
+// whether it recorded run statistics (252).
+struct EnrichmentSummary {
+  std::string path;       // "user-space enricher (SCHED_FIFO)"
+  std::string in_kernel;  // the in-kernel path's probe: "refused (EPERM)", "allowed (not used)", ...
+  int in_kernel_errno = -1;
+  uint64_t programs = 0;  // synthesized + loaded during the recording
+  uint64_t stored = 0;    // with BPF_PROG_INFO
+  uint64_t gone = 0;      // unloaded before the enricher took a reference
+  uint64_t lost = 0;      // LOST records in the enricher's rings
+  uint64_t median_hold_ns = 0, max_hold_ns = 0;  // references held (delayed unloads)
+  bool bpf_stats = false;
+  uint64_t stats_poll_ns = 0;  // how often live programs' statistics were read
 };
 
 struct ReportData {
@@ -50,6 +68,7 @@ struct ReportData {
   // In the symbolizer's program order; index i is Frame::bpf_program == i + 1.
   std::vector<ProgramRow> programs;
   profile::Profile profile;  // counters() holds the diagnostics
+  std::optional<EnrichmentSummary> enrichment;  // files bpfprof recorded
 };
 
 // Program names indexed like ReportData::programs (for profile::GroupOptions).
