@@ -75,6 +75,7 @@ Result<FileReader> FileReader::open(const std::string& path) {
     if (p == MAP_FAILED) return make_sys_error("mapping " + name, errno);
     r.mapping_ = std::shared_ptr<void>(p, [len](void* q) { ::munmap(q, len); });
     r.file_ = Bytes(static_cast<const std::byte*>(p), len);
+    r.mapped_ = true;
   } else {
     // A pipe cannot be mapped; the simplest correct thing is one copy.
     BPFPROF_ASSIGN_OR_RETURN(auto bytes, read_all(fd, name));
@@ -95,6 +96,17 @@ Result<FileReader> FileReader::from_bytes(Bytes data) {
 }
 
 bool FileReader::has_feature(int feat) const { return feature_bit(features_bitmap_, feat); }
+
+void FileReader::drop_pages(uint64_t begin, uint64_t end) const {
+  if (!mapped_) return;
+  static const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+  // Only whole pages inside the range: a neighbour's bytes may be in use.
+  const uint64_t from = (begin + page - 1) / page * page;
+  const uint64_t to = std::min<uint64_t>(end, file_.size()) / page * page;
+  if (from >= to) return;
+  // Advice only: a failure leaves the pages resident, nothing else.
+  (void)::madvise(const_cast<std::byte*>(file_.data()) + from, to - from, MADV_DONTNEED);
+}
 
 Status FileReader::parse() {
   ByteCursor c(file_);

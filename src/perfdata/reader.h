@@ -61,6 +61,8 @@ class FileReader {
   // whole stream after the 16-byte header).
   uint64_t data_offset() const { return data_offset_; }
   uint64_t data_size() const { return data_size_; }
+  // The data section's bytes (pipe mode: the stream after the header).
+  Bytes data_section() const { return file_.subspan(data_offset_, data_size_); }
   // The header said data.size == 0 but bytes follow data.offset: the recording
   // was killed before the header was finalised. The data section is then read
   // to the end of the file and a partial last record is dropped.
@@ -83,6 +85,20 @@ class FileReader {
   // the first malformed record with an error naming its offset. Not
   // thread-safe (it updates stats()).
   Status for_each_record(const std::function<void(const perf::RecordView&, uint64_t)>& fn) const;
+  // Like for_each_record, for the records that start in file bytes
+  // [begin, end) of the data section; `begin` must be where a record starts
+  // (an offset for_each_record passed). Thread-safe: it leaves stats() alone
+  // (what it skips was counted by a full walk). Files with COMPRESSED records
+  // are one zstd stream and cannot be entered in the middle: a COMPRESSED
+  // record in the range is an error (kUnsupported).
+  Status for_each_record_in(uint64_t begin, uint64_t end,
+                            const std::function<void(const perf::RecordView&, uint64_t)>& fn) const;
+  // Tells the kernel the mapped file bytes of the pages inside [begin, end)
+  // are not needed now, so a walk's resident memory is a window, not the
+  // file. Views stay valid: the mapping is private and read-only, so a page
+  // touched again is read back from the file. No-op for inputs read into
+  // memory (stdin, pipes, from_bytes).
+  void drop_pages(uint64_t begin, uint64_t end) const;
 
  private:
   friend class RecordWalker;
@@ -96,6 +112,7 @@ class FileReader {
 
   std::shared_ptr<void> mapping_;  // keeps the mmap or the stdin copy alive
   Bytes file_;
+  bool mapped_ = false;            // file_ is the mmap (drop_pages may apply)
   bool pipe_mode_ = false;
   std::vector<FileAttr> attrs_;
   uint64_t features_bitmap_[4] = {};

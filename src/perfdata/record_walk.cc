@@ -37,9 +37,13 @@ struct DStreamFree {
 // Walks one input; the friend of FileReader that owns the zstd state.
 class RecordWalker {
  public:
-  RecordWalker(const FileReader& reader, const RecordFn& fn) : reader_(reader), fn_(fn) {}
+  RecordWalker(const FileReader& reader, const RecordFn& fn, bool ranged = false)
+      : reader_(reader), fn_(fn), ranged_(ranged) {}
 
   Status walk();
+  // The records starting in data bytes [begin, end), without COMPRESSED
+  // records and without touching stats() (so walks may run in parallel).
+  Status walk_range(size_t begin, size_t end);
 
  private:
   // Hands one whole record to the callback, or counts it as skipped.
@@ -57,12 +61,18 @@ class RecordWalker {
   uint64_t skip_ = 0;       // trailing payload of a decompressed record still to drop
   uint64_t stream_pos_ = 0; // decompressed bytes handed out or dropped so far
   uint64_t last_compressed_at_ = 0;
+  const bool ranged_;
 };
 
 void RecordWalker::deliver(const perf::RecordView& r, uint64_t at, bool nested) {
   ReaderStats& stats = reader_.stats_;
   const uint32_t type = r.header.type;
   if (type == perf::kRecordHeaderAttr || type == perf::kRecordHeaderFeature) return;
+  if (ranged_) {
+    // The full walk counted what is skipped here.
+    if (known_record_type(type)) fn_(r, at);
+    return;
+  }
   if (!known_record_type(type)) {
     stats.unknown_record_types[type]++;
     stats.records_skipped++;
@@ -76,10 +86,15 @@ void RecordWalker::deliver(const perf::RecordView& r, uint64_t at, bool nested) 
 }
 
 Status RecordWalker::walk() {
+  BPFPROF_TRY(walk_range(0, reader_.data_size_));
+  return finish();
+}
+
+Status RecordWalker::walk_range(size_t begin, size_t end) {
   const FileReader& rd = reader_;
   const Bytes data = rd.file_.subspan(rd.data_offset_, rd.data_size_);
-  size_t pos = 0;
-  while (pos < data.size()) {
+  size_t pos = begin;
+  while (pos < end) {
     auto r = perf::record_at(data, pos, rd.data_offset_);
     if (!r.ok()) {
       // A killed recorder may leave half a record at the end of the file.
@@ -87,6 +102,10 @@ Status RecordWalker::walk() {
       return std::move(r).error();
     }
     if (r->header.type == perf::kRecordCompressed) {
+      if (ranged_) {
+        return make_error_at(Errc::kUnsupported, r->offset,
+                             "COMPRESSED record in a ranged walk (one zstd stream: walk it whole)");
+      }
       BPFPROF_TRY(decompress(*r));
     } else {
       deliver(*r, r->offset, false);
@@ -101,7 +120,7 @@ Status RecordWalker::walk() {
     }
     pos += static_cast<size_t>(extra);
   }
-  return finish();
+  return ok_status();
 }
 
 Status RecordWalker::decompress(const perf::RecordView& r) {
@@ -200,6 +219,18 @@ Status FileReader::for_each_record(const RecordFn& fn) const {
   stats_.unknown_features = unknown_features;
   RecordWalker walker(*this, fn);
   return walker.walk();
+}
+
+Status FileReader::for_each_record_in(uint64_t begin, uint64_t end, const RecordFn& fn) const {
+  const uint64_t data_end = data_offset_ + data_size_;
+  if (begin < data_offset_ || begin > end || end > data_end) {
+    return make_error_at(Errc::kInternal, begin,
+                         "record range [" + std::to_string(begin) + ", " + std::to_string(end) +
+                             ") outside the data section");
+  }
+  RecordWalker walker(*this, fn, /*ranged=*/true);
+  return walker.walk_range(static_cast<size_t>(begin - data_offset_),
+                           static_cast<size_t>(end - data_offset_));
 }
 
 }  // namespace bpfprof::perfdata
