@@ -25,44 +25,53 @@ struct Worker {
   std::vector<SymbolizedFrame> frames;
   std::vector<profile::FrameId> ids;
   std::string line;
+  uint64_t chunks_unreadable = 0;
 };
 
-void run_chunk(const Session& session, const AggregateOptions& options, size_t begin, size_t end,
-               Worker& w) {
+void add_sample(const Session& session, const AggregateOptions& options,
+                const perf::RecordView& record, const perf::SampleLayout& layout, Worker& w) {
   const symbols::Symbolizer& sym = session.symbolizer();
-  for (size_t i = begin; i < end; i++) {
-    const SampleRef& ref = session.samples()[i];
-    auto sample = perf::Sample::parse(ref.record, *ref.layout);
-    if (!sample.ok()) {
-      w.bad_samples++;
-      continue;
-    }
-    if (!options.filter.keep(sample->pid, sample->time)) continue;
-    symbolize_sample(sym, *sample, ref.record.cpumode(), options.stacks, w.frames);
-    w.ids.clear();
-    for (const SymbolizedFrame& sf : w.frames) {
-      const symbols::Frame& f = sf.frame;
-      if (f.unknown != symbols::Unknown::kNone) {
-        w.unknown_frames[static_cast<size_t>(f.unknown) % kUnknownReasons]++;
-      }
-      std::string_view line;
-      if (options.lines && f.kind == symbols::FrameKind::kBpf) {
-        if (auto l = sym.bpf_line(f, sf.lookup)) {
-          w.line = fmt::format("{}:{}", l->file, l->line);
-          line = w.line;
-        }
-      }
-      w.ids.push_back(w.profile.add_frame(
-          profile::Frame{f.symbol, f.dso, line, f.kind, f.bpf_program, f.bpf_function}));
-    }
-    if (!w.frames.empty() && w.frames.front().frame.unknown == symbols::Unknown::kBpfNotAlive) {
-      w.bpf_unattributed++;
-    }
-    profile::StackId stack = w.profile.add_stack(w.ids);
-    std::string_view comm = sym.comm(sample->pid, sample->tid, sample->time);
-    profile::Thread thread{sample->pid, sample->tid, comm.empty() ? "[unknown]" : comm};
-    w.profile.add_sample(stack, thread, sample->period, sample->time);
+  auto sample = perf::Sample::parse(record, layout);
+  if (!sample.ok()) {
+    w.bad_samples++;
+    return;
   }
+  if (!options.filter.keep(sample->pid, sample->time)) return;
+  symbolize_sample(sym, *sample, record.cpumode(), options.stacks, w.frames);
+  w.ids.clear();
+  for (const SymbolizedFrame& sf : w.frames) {
+    const symbols::Frame& f = sf.frame;
+    if (f.unknown != symbols::Unknown::kNone) {
+      w.unknown_frames[static_cast<size_t>(f.unknown) % kUnknownReasons]++;
+    }
+    std::string_view line;
+    if (options.lines && f.kind == symbols::FrameKind::kBpf) {
+      if (auto l = sym.bpf_line(f, sf.lookup)) {
+        w.line = fmt::format("{}:{}", l->file, l->line);
+        line = w.line;
+      }
+    }
+    w.ids.push_back(w.profile.add_frame(
+        profile::Frame{f.symbol, f.dso, line, f.kind, f.bpf_program, f.bpf_function}));
+  }
+  if (!w.frames.empty() && w.frames.front().frame.unknown == symbols::Unknown::kBpfNotAlive) {
+    w.bpf_unattributed++;
+  }
+  profile::StackId stack = w.profile.add_stack(w.ids);
+  std::string_view comm = sym.comm(sample->pid, sample->tid, sample->time);
+  profile::Thread thread{sample->pid, sample->tid, comm.empty() ? "[unknown]" : comm};
+  w.profile.add_sample(stack, thread, sample->period, sample->time);
+}
+
+// Chunks [first, last) into `w`. Pass 1 accepted every record in them, so
+// the walk fails only if the file changed under us; that is counted.
+void run_chunks(const Session& session, const AggregateOptions& options, size_t first,
+                size_t last, Worker& w) {
+  Status walked = session.for_each_sample(
+      first, last, [&](const perf::RecordView& record, const perf::SampleLayout& layout) {
+        add_sample(session, options, record, layout, w);
+      });
+  if (!walked.ok()) w.chunks_unreadable++;
 }
 
 // Counter names (JSON keys) for unknown-frame reasons.
@@ -92,6 +101,8 @@ void add_counters(const Session& session, const Worker& merged, profile::Profile
   p.count("sideband_bad_records", d.sideband_bad_records);
   p.count("samples_bad", merged.bad_samples);
   p.count("bpf_samples_unattributed", merged.bpf_unattributed);
+  // Listed only when it happens (the file changed between the passes).
+  if (merged.chunks_unreadable != 0) p.count("sample_chunks_unreadable", merged.chunks_unreadable);
   for (size_t i = 1; i < kUnknownReasons; i++) {
     p.count("unknown_frames." + reason_key(static_cast<symbols::Unknown>(i)),
             merged.unknown_frames[i]);
@@ -134,21 +145,26 @@ std::vector<std::string> program_names(const ReportData& data) {
 }
 
 ReportData aggregate(const Session& session, const AggregateOptions& options) {
-  const size_t n = session.samples().size();
+  const size_t chunks = session.chunk_count();
   unsigned threads = options.threads;
   if (threads == 0) {
     // Below a few thousand samples a thread costs more than it saves.
     threads = std::max(1u, std::thread::hardware_concurrency());
-    threads = static_cast<unsigned>(std::min<size_t>(threads, std::max<size_t>(1, n / 4096)));
+    threads = static_cast<unsigned>(
+        std::min<uint64_t>(threads, std::max<uint64_t>(1, session.sample_count() / 4096)));
   }
+  threads = static_cast<unsigned>(std::clamp<size_t>(chunks, 1, threads));
+  // Contiguous chunk ranges merged in order: frames and stacks get the ids a
+  // single thread would give them, whatever the thread count.
   std::vector<Worker> workers(threads);
   std::vector<std::thread> pool;
-  const size_t per = (n + threads - 1) / threads;
+  auto first_chunk = [&](unsigned t) { return chunks * t / threads; };
   for (unsigned t = 1; t < threads; t++) {
-    size_t begin = std::min(n, t * per), end = std::min(n, begin + per);
-    pool.emplace_back([&, begin, end, t] { run_chunk(session, options, begin, end, workers[t]); });
+    pool.emplace_back([&, t] {
+      run_chunks(session, options, first_chunk(t), first_chunk(t + 1), workers[t]);
+    });
   }
-  run_chunk(session, options, 0, std::min(n, per), workers[0]);
+  run_chunks(session, options, 0, first_chunk(1), workers[0]);
   for (std::thread& th : pool) th.join();
 
   Worker& first = workers[0];
@@ -157,6 +173,7 @@ ReportData aggregate(const Session& session, const AggregateOptions& options) {
     for (size_t i = 0; i < kUnknownReasons; i++) first.unknown_frames[i] += workers[t].unknown_frames[i];
     first.bad_samples += workers[t].bad_samples;
     first.bpf_unattributed += workers[t].bpf_unattributed;
+    first.chunks_unreadable += workers[t].chunks_unreadable;
   }
   ReportData data;
   data.header = session.header();

@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <numeric>
 #include <string>
 #include <thread>
 #include <vector>
@@ -12,14 +11,16 @@
 #include <nlohmann/json.hpp>
 
 #include "report/sample_frames.h"
+#include "report/time_order.h"
 
 namespace bpfprof::report {
 namespace {
 
-// Samples formatted per batch: bounded memory however long the recording.
-constexpr size_t kBatch = 1 << 16;
+// Samples formatted per batch: bounded memory however long the recording,
+// and enough per batch that starting the threads does not show.
+constexpr size_t kBatch = 1 << 14;
 
-void format_sample(const Session& session, const SampleRef& ref, ScriptFormat format,
+void format_sample(const Session& session, const OrderedSample& ref, ScriptFormat format,
                    std::vector<SymbolizedFrame>& frames, std::string& out) {
   auto sample = perf::Sample::parse(ref.record, *ref.layout);
   if (!sample.ok()) {
@@ -72,36 +73,33 @@ void format_sample(const Session& session, const SampleRef& ref, ScriptFormat fo
 }  // namespace
 
 Status write_script(const Session& session, const ScriptOptions& options, std::FILE* out) {
-  const std::vector<SampleRef>& samples = session.samples();
-  std::vector<size_t> order(samples.size());
-  std::iota(order.begin(), order.end(), size_t{0});
-  std::stable_sort(order.begin(), order.end(),
-                   [&](size_t a, size_t b) { return samples[a].time < samples[b].time; });
-  unsigned threads = options.threads ? options.threads
-                                     : std::max(1u, std::thread::hardware_concurrency());
+  const unsigned threads = options.threads ? options.threads
+                                           : std::max(1u, std::thread::hardware_concurrency());
   std::vector<std::string> texts(threads);
   std::vector<std::vector<SymbolizedFrame>> frames(threads);
-  for (size_t batch = 0; batch < order.size(); batch += kBatch) {
-    const size_t end = std::min(order.size(), batch + kBatch);
-    const size_t per = (end - batch + threads - 1) / threads;
-    auto work = [&](unsigned t) {
-      texts[t].clear();
-      const size_t b = std::min(end, batch + t * per), e = std::min(end, b + per);
-      for (size_t i = b; i < e; i++) {
-        format_sample(session, samples[order[i]], options.format, frames[t], texts[t]);
-      }
-    };
-    std::vector<std::thread> pool;
-    for (unsigned t = 1; t < threads && batch + t * per < end; t++) pool.emplace_back(work, t);
-    work(0);
-    for (std::thread& th : pool) th.join();
-    for (unsigned t = 0; t < threads; t++) {
-      if (t > 0 && batch + t * per >= end) break;
-      if (std::fwrite(texts[t].data(), 1, texts[t].size(), out) != texts[t].size()) {
-        return make_sys_error("writing the script output", errno);
-      }
-    }
-  }
+  Status walked = for_each_in_time_order(
+      session, kBatch, [&](std::span<const OrderedSample> batch) -> Status {
+        const size_t per = (batch.size() + threads - 1) / threads;
+        auto work = [&](unsigned t) {
+          texts[t].clear();
+          const size_t b = std::min(batch.size(), t * per), e = std::min(batch.size(), b + per);
+          for (size_t i = b; i < e; i++) {
+            format_sample(session, batch[i], options.format, frames[t], texts[t]);
+          }
+        };
+        std::vector<std::thread> pool;
+        for (unsigned t = 1; t < threads && t * per < batch.size(); t++) pool.emplace_back(work, t);
+        work(0);
+        for (std::thread& th : pool) th.join();
+        for (unsigned t = 0; t < threads; t++) {
+          if (t > 0 && t * per >= batch.size()) break;
+          if (std::fwrite(texts[t].data(), 1, texts[t].size(), out) != texts[t].size()) {
+            return make_sys_error("writing the script output", errno);
+          }
+        }
+        return ok_status();
+      });
+  if (!walked.ok()) return walked;
   if (std::fflush(out) != 0) return make_sys_error("writing the script output", errno);
   return ok_status();
 }

@@ -14,6 +14,10 @@ bool known_type(uint32_t type) {
          (type >= perf::kRecordHeaderAttr && type < perf::kRecordUserTypeLimit61);
 }
 
+// Walks drop the mapped pages behind them every this many bytes: the
+// resident part of the file per walker (a madvise call per window is cheap).
+constexpr uint64_t kDropWindow = 2 << 20;
+
 // A side-band record waiting for the time sort.
 struct Sideband {
   uint64_t time;
@@ -77,7 +81,16 @@ Status Session::pass1(const SessionOptions& options) {
   // the newest record before the *previous* round may follow. A record that
   // breaks it is counted; it is still applied in time order below.
   uint64_t newest = 0, newest_at_round = 0, flushed_up_to = 0;
-  Status walked = reader_.for_each_record([&](const perf::RecordView& view, uint64_t) {
+  // The same contract over samples and side-band together, for script.
+  RoundClock clock;
+  uint64_t round_samples = 0, previous_round_samples = 0;
+  const uint64_t data_begin = reader_.data_offset();
+  uint64_t dropped = data_begin;
+  Status walked = reader_.for_each_record([&](const perf::RecordView& view, uint64_t at) {
+    if (at - dropped >= kDropWindow) {
+      reader_.drop_pages(dropped, at);
+      dropped = at;
+    }
     header_.records++;
     const uint32_t type = view.header.type;
     if (!known_type(type)) {
@@ -87,27 +100,38 @@ Status Session::pass1(const SessionOptions& options) {
     if (type == perf::kRecordFinishedRound) {
       flushed_up_to = newest_at_round;
       newest_at_round = newest;
+      clock.end_round();
+      previous_round_samples = round_samples;
+      round_samples = 0;
       return;
     }
     if (type >= perf::kRecordHeaderAttr) return;  // user records carry no events
-    // Once a COMPRESSED record was seen, records may come from the reader's
-    // decompression buffer: keep copies (plain files stay zero-copy).
-    const perf::RecordView r = reader_.stats().compressed_records > 0 ? keep(view) : view;
-    const perfdata::FileAttr* attr = reader_.attr_for(r);
+    const perfdata::FileAttr* attr = reader_.attr_for(view);
     if (attr == nullptr) {
       counters_["records_unknown_attr"]++;
       return;
     }
     const perf::SampleLayout& layout = attr->layout;
-    std::optional<uint64_t> time = layout.time_of(r);
+    std::optional<uint64_t> time = layout.time_of(view);
     if (time && *time != 0) {
       if (header_.start_ns == 0 || *time < header_.start_ns) header_.start_ns = *time;
       header_.end_ns = std::max(header_.end_ns, *time);
     }
+    if (time) clock.saw(*time);
     if (type == perf::kRecordSample) {
-      samples_.push_back(SampleRef{r, &layout, time.value_or(0)});
+      // Only counted: pass 2 reads the samples again, chunk by chunk.
+      if (sample_count_ % kChunkSamples == 0) chunk_starts_.push_back(at);
+      sample_count_++;
+      if (time.value_or(0) < clock.limit()) sample_order_.by_rounds = false;
+      round_samples++;
+      sample_order_.max_pending =
+          std::max(sample_order_.max_pending, previous_round_samples + round_samples);
       return;
     }
+    // Copied: records decompressed from COMPRESSED records live in the
+    // reader's buffer only during the callback, and pages of plain files are
+    // dropped behind the walk.
+    const perf::RecordView r = keep(view);
     if (type == perf::kRecordLost) {
       auto lost = perf::Lost::parse(r, layout);
       if (lost.ok()) header_.lost += lost->lost; else counters_["records_bad"]++;
@@ -125,6 +149,8 @@ Status Session::pass1(const SessionOptions& options) {
     }
     sideband.push_back(Sideband{time.value_or(0), r, &layout});
   });
+  reader_.drop_pages(data_begin, data_begin + reader_.data_size());
+  compressed_ = reader_.stats().compressed_records > 0;
   if (!walked.ok()) return walked;
   // The reader skips record types it does not know and counts them.
   for (const auto& [type, n] : reader_.stats().unknown_record_types) {
@@ -141,6 +167,62 @@ Status Session::pass1(const SessionOptions& options) {
   for (const Sideband& s : sideband) symbolizer_->add_sideband(s.record, *s.layout);
   symbolizer_->finish();
   return ok_status();
+}
+
+size_t Session::chunk_count() const {
+  if (sample_count_ == 0) return 0;
+  return compressed_ ? 1 : chunk_starts_.size();
+}
+
+Status Session::for_each_sample(size_t first, size_t last, const SampleFn& fn) const {
+  if (first >= last || first >= chunk_count()) return ok_status();
+  auto on_record = [&](const perf::RecordView& r, uint64_t) {
+    if (r.header.type != perf::kRecordSample) return;
+    // Pass 1 counted samples without a known attr; they are not walked.
+    if (const perfdata::FileAttr* attr = reader_.attr_for(r)) fn(r, attr->layout);
+  };
+  if (compressed_) return for_each_record(on_record);
+  const uint64_t begin = chunk_starts_[first];
+  const uint64_t end = last < chunk_starts_.size()
+                           ? chunk_starts_[last]
+                           : reader_.data_offset() + reader_.data_size();
+  uint64_t dropped = begin;
+  Status walked = reader_.for_each_record_in(begin, end, [&](const perf::RecordView& r,
+                                                             uint64_t at) {
+    if (at - dropped >= kDropWindow) {
+      reader_.drop_pages(dropped, at);
+      dropped = at;
+    }
+    on_record(r, at);
+  });
+  reader_.drop_pages(dropped, end);
+  return walked;
+}
+
+Status Session::for_each_record(const RecordFn& fn) const {
+  const uint64_t begin = reader_.data_offset();
+  uint64_t dropped = begin;
+  Status walked = reader_.for_each_record([&](const perf::RecordView& r, uint64_t at) {
+    if (at - dropped >= kDropWindow) {
+      reader_.drop_pages(dropped, at);
+      dropped = at;
+    }
+    fn(r, at);
+  });
+  drop_pages();
+  return walked;
+}
+
+Result<perf::RecordView> Session::record_at(uint64_t file_offset) const {
+  const uint64_t begin = reader_.data_offset();
+  if (compressed_ || file_offset < begin) {
+    return make_error_at(Errc::kInternal, file_offset, "no plain record at this offset");
+  }
+  return perf::record_at(reader_.data_section(), static_cast<size_t>(file_offset - begin), begin);
+}
+
+void Session::drop_pages() const {
+  reader_.drop_pages(reader_.data_offset(), reader_.data_offset() + reader_.data_size());
 }
 
 }  // namespace bpfprof::report

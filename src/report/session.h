@@ -1,12 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
 // Session: an opened recording after pass 1. Side-band records were applied
-// to the Symbolizer in time order (time 0 = synthesized first), samples were
-// collected as views in file order for pass 2 to split, and the header facts
-// (lost, throttled, time range) were counted on the way.
+// to the Symbolizer in time order (time 0 = synthesized first), the header
+// facts (lost, throttled, time range) were counted on the way, and the sample
+// records were only counted: pass 2 walks the file again, in chunks, so memory
+// does not grow with the number of samples. Walks drop the mapped pages
+// behind them: resident file bytes are a window, not the file.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -25,12 +29,37 @@ struct SessionOptions {
   bool read_elf = true;  // open user binaries for symbols
 };
 
-// A sample record and the attr it belongs to.
-struct SampleRef {
-  perf::RecordView record;
-  const perf::SampleLayout* layout = nullptr;
-  uint64_t time = 0;
+// What pass 1 learnt about the time order of samples, for `script`. perf's
+// FINISHED_ROUND contract: when a round ends, every record up to the newest
+// time seen before the previous round ended may be emitted (RoundClock).
+struct SampleOrder {
+  // No sample is older than a limit already passed: emitting at round ends
+  // gives exactly the order of a stable sort by time.
+  bool by_rounds = true;
+  // Most samples waiting for a round end at once under that rule.
+  uint64_t max_pending = 0;
 };
+
+// The FINISHED_ROUND bookkeeping shared by pass 1 and script (same records,
+// same limits): feed every timed record's time, call end_round() at each
+// FINISHED_ROUND.
+class RoundClock {
+ public:
+  void saw(uint64_t time) { newest_ = std::max(newest_, time); }
+  // Returns the new limit: records at or before it may be emitted.
+  uint64_t end_round() {
+    limit_ = newest_at_round_;
+    newest_at_round_ = newest_;
+    return limit_;
+  }
+  uint64_t limit() const { return limit_; }
+
+ private:
+  uint64_t newest_ = 0, newest_at_round_ = 0, limit_ = 0;
+};
+
+using SampleFn = std::function<void(const perf::RecordView&, const perf::SampleLayout&)>;
+using RecordFn = std::function<void(const perf::RecordView&, uint64_t file_offset)>;
 
 class Session {
  public:
@@ -43,21 +72,46 @@ class Session {
 
   const perfdata::FileReader& reader() const { return reader_; }
   const symbols::Symbolizer& symbolizer() const { return *symbolizer_; }
-  const std::vector<SampleRef>& samples() const { return samples_; }
   const Header& header() const { return header_; }
+  // Sample records with a known attr (pass 1's count).
+  uint64_t sample_count() const { return sample_count_; }
+  // Pass 2 splits the samples into chunks of about kChunkSamples each, in
+  // file order. A file with COMPRESSED records is one zstd stream that can
+  // only be read from its start: it is one chunk, walked sequentially.
+  static constexpr uint64_t kChunkSamples = 4096;
+  size_t chunk_count() const;
+  bool compressed() const { return compressed_; }
+  // Calls fn for every sample (with a known attr) of chunks [first, last), in
+  // file order. Views are valid during the call only. Calls on disjoint chunk
+  // ranges may run in parallel, except for compressed files (one chunk).
+  Status for_each_sample(size_t first, size_t last, const SampleFn& fn) const;
+  // Calls fn for every record of the data section, in file order (as
+  // FileReader::for_each_record); views are valid during the call only. Not
+  // thread-safe.
+  Status for_each_record(const RecordFn& fn) const;
+  const SampleOrder& sample_order() const { return sample_order_; }
+  // The sample record at a file offset pass 1 saw (plain files only).
+  Result<perf::RecordView> record_at(uint64_t file_offset) const;
+  // Drops every mapped page of the data section (see FileReader::drop_pages).
+  void drop_pages() const;
   // Pass 1 diagnostics (named counters), merged into the report's counters.
   const std::map<std::string, uint64_t>& counters() const { return counters_; }
 
  private:
   explicit Session(perfdata::FileReader reader) : reader_(std::move(reader)) {}
   Status pass1(const SessionOptions& options);
-  // Records decompressed from COMPRESSED records live in the reader's buffer
-  // only during the callback: copies are kept here, in large chunks.
+  // Side-band records are copied here, in large chunks: records decompressed
+  // from COMPRESSED records live in the reader's buffer only during the
+  // callback, and the pages of plain files are dropped behind the walk.
   perf::RecordView keep(const perf::RecordView& r);
 
   perfdata::FileReader reader_;
   std::unique_ptr<symbols::Symbolizer> symbolizer_;
-  std::vector<SampleRef> samples_;
+  uint64_t sample_count_ = 0;
+  // File offset of every kChunkSamples-th sample, from the first (plain files).
+  std::vector<uint64_t> chunk_starts_;
+  bool compressed_ = false;
+  SampleOrder sample_order_;
   Header header_;
   std::map<std::string, uint64_t> counters_;
   std::vector<std::unique_ptr<std::byte[]>> arena_;

@@ -1,0 +1,167 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "report/time_order.h"
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+#include <utility>
+#include <vector>
+
+namespace bpfprof::report {
+namespace {
+
+// Below this many samples waiting at once, the round merge is used however
+// small the file (the sorted pairs would not be smaller).
+constexpr uint64_t kMinPending = 1 << 16;
+
+// The round merge: samples are copied into a byte store when they are read
+// and released, sorted, when a round end makes them safe to emit.
+class RoundMerger {
+ public:
+  RoundMerger(const Session& session, size_t batch, const OrderedBatchFn& fn,
+              bool flush_at_rounds)
+      : session_(session), batch_(batch), fn_(fn), flush_at_rounds_(flush_at_rounds) {}
+
+  Status run();
+
+ private:
+  struct Entry {
+    uint64_t time;
+    uint64_t seq;     // file order, for equal times
+    size_t at;        // where its bytes start in bytes_
+    uint64_t offset;  // the record's offset in the file (error messages)
+    const perf::SampleLayout* layout;
+  };
+
+  void on_record(const perf::RecordView& r);
+  // Moves the pending samples at or before `limit` to ready_, in order.
+  void release(uint64_t limit);
+  // Hands ready_ out in batches and keeps only pending bytes in the store.
+  Status emit();
+
+  const Session& session_;
+  const size_t batch_;
+  const OrderedBatchFn& fn_;
+  const bool flush_at_rounds_;
+  RoundClock clock_;
+  uint64_t seq_ = 0;
+  std::vector<std::byte> bytes_;
+  std::vector<Entry> pending_, ready_;
+  std::vector<OrderedSample> out_;
+  Status failed_ = ok_status();
+};
+
+void RoundMerger::on_record(const perf::RecordView& r) {
+  if (!failed_.ok()) return;
+  // The same records and times as pass 1's clock, so the same limits.
+  const uint32_t type = r.header.type;
+  if (type == perf::kRecordFinishedRound) {
+    const uint64_t limit = clock_.end_round();
+    if (!flush_at_rounds_) return;
+    release(limit);
+    if (ready_.size() >= batch_) failed_ = emit();
+    return;
+  }
+  if (type >= perf::kRecordHeaderAttr) return;
+  const perfdata::FileAttr* attr = session_.reader().attr_for(r);
+  if (attr == nullptr) return;
+  const std::optional<uint64_t> time = attr->layout.time_of(r);
+  if (time) clock_.saw(*time);
+  if (type != perf::kRecordSample) return;
+  const size_t at = bytes_.size();
+  bytes_.resize(at + r.bytes.size());
+  std::memcpy(bytes_.data() + at, r.bytes.data(), r.bytes.size());
+  pending_.push_back(Entry{time.value_or(0), seq_++, at, r.offset, &attr->layout});
+}
+
+void RoundMerger::release(uint64_t limit) {
+  auto later = std::partition(pending_.begin(), pending_.end(),
+                              [&](const Entry& e) { return e.time <= limit; });
+  const size_t first = ready_.size();
+  ready_.insert(ready_.end(), pending_.begin(), later);
+  pending_.erase(pending_.begin(), later);
+  // Everything already in ready_ is at or before every released sample (no
+  // sample is older than a limit passed: SampleOrder::by_rounds), so sorting
+  // the new part keeps ready_ sorted.
+  std::sort(ready_.begin() + static_cast<ptrdiff_t>(first), ready_.end(),
+            [](const Entry& a, const Entry& b) {
+              return a.time != b.time ? a.time < b.time : a.seq < b.seq;
+            });
+}
+
+Status RoundMerger::emit() {
+  for (size_t i = 0; i < ready_.size(); i += batch_) {
+    const size_t end = std::min(ready_.size(), i + batch_);
+    out_.clear();
+    for (size_t k = i; k < end; k++) {
+      const Entry& e = ready_[k];
+      perf::RecordView v;
+      v.header = load_unaligned<perf::RecordHeader>(bytes_.data() + e.at);
+      v.bytes = Bytes(bytes_.data() + e.at, v.header.size);
+      v.offset = e.offset;
+      out_.push_back(OrderedSample{v, e.layout});
+    }
+    BPFPROF_TRY(fn_(out_));
+  }
+  ready_.clear();
+  // Compact: only the pending samples' bytes stay.
+  std::vector<std::byte> kept;
+  for (Entry& e : pending_) {
+    const uint16_t size = load_unaligned<perf::RecordHeader>(bytes_.data() + e.at).size;
+    const size_t at = kept.size();
+    kept.insert(kept.end(), bytes_.begin() + static_cast<ptrdiff_t>(e.at),
+                bytes_.begin() + static_cast<ptrdiff_t>(e.at + size));
+    e.at = at;
+  }
+  bytes_.swap(kept);
+  return ok_status();
+}
+
+Status RoundMerger::run() {
+  BPFPROF_TRY(session_.for_each_record(
+      [&](const perf::RecordView& r, uint64_t) { on_record(r); }));
+  if (!failed_.ok()) return failed_;
+  release(std::numeric_limits<uint64_t>::max());
+  return emit();
+}
+
+// Plain files whose samples break the round contract: sort (time, offset).
+Status sorted_offsets(const Session& session, size_t batch, const OrderedBatchFn& fn) {
+  std::vector<std::pair<uint64_t, uint64_t>> keys;
+  keys.reserve(session.sample_count());
+  BPFPROF_TRY(session.for_each_sample(
+      0, session.chunk_count(), [&](const perf::RecordView& r, const perf::SampleLayout& layout) {
+        keys.emplace_back(layout.time_of(r).value_or(0), r.offset);
+      }));
+  // Offsets grow in file order: sorting the pairs is a stable sort by time.
+  std::sort(keys.begin(), keys.end());
+  std::vector<OrderedSample> out;
+  for (size_t i = 0; i < keys.size(); i += batch) {
+    out.clear();
+    for (size_t k = i; k < std::min(keys.size(), i + batch); k++) {
+      BPFPROF_ASSIGN_OR_RETURN(perf::RecordView r, session.record_at(keys[k].second));
+      const perfdata::FileAttr* attr = session.reader().attr_for(r);
+      if (attr == nullptr) continue;  // not walked by for_each_sample either
+      out.push_back(OrderedSample{r, &attr->layout});
+    }
+    BPFPROF_TRY(fn(out));
+    // Reads jump around the file: let go of what this batch touched.
+    session.drop_pages();
+  }
+  return ok_status();
+}
+
+}  // namespace
+
+Status for_each_in_time_order(const Session& session, size_t batch, const OrderedBatchFn& fn) {
+  batch = std::max<size_t>(batch, 1);
+  const SampleOrder& order = session.sample_order();
+  const bool rounds_small =
+      order.max_pending <= std::max<uint64_t>(kMinPending, session.sample_count() / 16);
+  if (!session.compressed() && !(order.by_rounds && rounds_small)) {
+    return sorted_offsets(session, batch, fn);
+  }
+  return RoundMerger(session, batch, fn, order.by_rounds).run();
+}
+
+}  // namespace bpfprof::report
