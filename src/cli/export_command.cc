@@ -109,11 +109,8 @@ Result<TimeRange> parse_time_range(std::string_view text) {
 
 int run_export(const ExportFlags& f) {
   // Checked before the (possibly long) read of the recording.
-  if (report::export_writers().count(f.format) == 0) {
-    return fail(make_error(Errc::kInvalidArgument,
-                           fmt::format("unsupported format '{}' (supported: {})", f.format,
-                                       report::supported_export_formats())));
-  }
+  auto writer = report::export_writer(f.format);
+  if (!writer.ok()) return fail(writer.error());
   TimeRange range;
   if (!f.time.empty()) {
     auto parsed = parse_time_range(f.time);
@@ -151,7 +148,7 @@ int run_export(const ExportFlags& f) {
   o.title = f.title;
   o.subtitle = fmt::format("{}: {} samples{}{}", f.input, shown, f.bpf_only ? ", BPF leaves only" : "",
                            filters);
-  auto bytes = report::export_profile(f.format, data, o);
+  auto bytes = (**writer)(data, o);
   if (!bytes.ok()) return fail(bytes.error());
   Status written = write_output(f.output, *bytes);
   if (!written.ok()) return fail(written.error());

@@ -59,8 +59,7 @@ std::string supported_export_formats() {
   return names;
 }
 
-Result<std::string> export_profile(std::string_view format, const ReportData& data,
-                                   const ExportOptions& options) {
+Result<const ExportWriter*> export_writer(std::string_view format) {
   const auto& writers = export_writers();
   auto it = writers.find(format);
   if (it == writers.end()) {
@@ -68,7 +67,13 @@ Result<std::string> export_profile(std::string_view format, const ReportData& da
                       fmt::format("unsupported format '{}' (supported: {})", format,
                                   supported_export_formats()));
   }
-  return it->second(data, options);
+  return &it->second;
+}
+
+Result<std::string> export_profile(std::string_view format, const ReportData& data,
+                                   const ExportOptions& options) {
+  BPFPROF_ASSIGN_OR_RETURN(const ExportWriter* writer, export_writer(format));
+  return (*writer)(data, options);
 }
 
 }  // namespace bpfprof::report

@@ -29,8 +29,11 @@ const std::map<std::string, ExportWriter, std::less<>>& export_writers();
 // "folded, html, json, svg": the names of export_writers(), for messages.
 std::string supported_export_formats();
 
-// Writes `data` in `format`. An unknown format is kInvalidArgument with a
+// The writer of `format`. An unknown format is kInvalidArgument with a
 // message listing the supported ones.
+Result<const ExportWriter*> export_writer(std::string_view format);
+
+// Writes `data` in `format` (errors as export_writer's, or the writer's).
 Result<std::string> export_profile(std::string_view format, const ReportData& data,
                                    const ExportOptions& options);
 

@@ -67,6 +67,11 @@
     }
   });
 
+  // A flame graph grows up from its root: when deep stacks make it taller
+  // than its pane, open at the bottom, where the widest frames are.
+  const pane = document.getElementById('graph');
+  pane.scrollTop = pane.scrollHeight;
+
   const initial = new URLSearchParams(window.location.search).get('search');
   if (initial) {
     input.value = initial;

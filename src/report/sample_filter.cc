@@ -7,16 +7,13 @@ namespace bpfprof::report {
 
 Result<uint64_t> first_sample_time(const Session& session) {
   // Reads each sample's time at its attr's precomputed offset: no parsing,
-  // no symbolization. Pass 1 already proved the data section readable.
-  const perfdata::FileReader& reader = session.reader();
+  // no symbolization; the walk drops the pages behind it like pass 2.
   uint64_t first = 0;
-  BPFPROF_TRY(reader.for_each_record([&](const perf::RecordView& r, uint64_t) {
-    if (r.header.type != perf::kRecordSample) return;
-    const perfdata::FileAttr* attr = reader.attr_for(r);
-    if (attr == nullptr) return;
-    std::optional<uint64_t> t = attr->layout.time_of(r);
-    if (t && *t != 0 && (first == 0 || *t < first)) first = *t;
-  }));
+  BPFPROF_TRY(session.for_each_sample(
+      0, session.chunk_count(), [&](const perf::RecordView& r, const perf::SampleLayout& layout) {
+        std::optional<uint64_t> t = layout.time_of(r);
+        if (t && *t != 0 && (first == 0 || *t < first)) first = *t;
+      }));
   return first;
 }
 
