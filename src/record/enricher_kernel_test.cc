@@ -140,6 +140,9 @@ TEST(EnricherKernelTest, OneThreadForAllCpus) {
   auto stats = record_while(o, [&] {
     Program p;
     id = p.id;
+    // This checks the layout, not the race: one unpinned thread may well be
+    // late for a program that lives microseconds, so this one lives 100 ms.
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
   });
   if (!stats.ok() && stats.error().code == Errc::kPermission) {
     BPFPROF_KERNEL_SKIP(stats.error().to_string());
