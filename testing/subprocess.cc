@@ -130,4 +130,10 @@ bool kernel_tests_required() {
   return v && std::string(v) == "1";
 }
 
+std::string bpf_refusal(const std::string& bin_dir) {
+  RunResult probe = run({bin_dir + "/bpfprof-workload", "--probe"});
+  if (probe.exit_code == 0) return "";
+  return "BPF refused by this kernel: " + probe.out + probe.err;
+}
+
 }  // namespace bpfprof::testing

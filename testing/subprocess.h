@@ -55,6 +55,10 @@ class TempDir {
 // skip is a failure.
 bool kernel_tests_required();
 
+// Why BPF programs cannot be loaded here ("" if they can): asks
+// `<bin_dir>/bpfprof-workload --probe`. Kernel tests skip with this reason.
+std::string bpf_refusal(const std::string& bin_dir);
+
 }  // namespace bpfprof::testing
 
 // Skips with a printed reason, or fails where kernel tests are required.

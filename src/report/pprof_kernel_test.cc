@@ -97,11 +97,8 @@ class PprofKernelTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     g = new Fixture;
-    RunResult probe = run({kBin + "/bpfprof-workload", "--probe"});
-    if (probe.exit_code != 0) {
-      g->skip_reason = "BPF refused by this kernel: " + probe.out + probe.err;
-      return;
-    }
+    g->skip_reason = bpf_refusal(kBin);
+    if (!g->skip_reason.empty()) return;
     const char* long_lived[] = {"1s", "2s"};
     for (int i = 0; i < 2; i++) {
       Recorded& r = g->runs[i];

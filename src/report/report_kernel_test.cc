@@ -29,11 +29,8 @@ class ReportKernelTest : public ::testing::Test {
     g = new Fixture;
     g->data = g->dir.file("rec.data");
     g->truth = g->dir.file("truth.json");
-    RunResult probe = run({kBin + "/bpfprof-workload", "--probe"});
-    if (probe.exit_code != 0) {
-      g->skip_reason = "BPF refused by this kernel: " + probe.out + probe.err;
-      return;
-    }
+    g->skip_reason = bpf_refusal(kBin);
+    if (!g->skip_reason.empty()) return;
     RunResult rec = run({kBin + "/bpfprof", "record", "-a", "-g", "-F", "999", "-q", "-o", g->data,
                          "--", kBin + "/bpfprof-workload", "--programs", "6", "--lifetime", "50ms",
                          "--long-lived", "1s", "--truth", g->truth, "--quiet"});

@@ -43,8 +43,7 @@ bool has_short_lived(const std::string& text) {
 class TopKernelTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    RunResult probe = run({kBin + "/bpfprof-workload", "--probe"});
-    if (probe.exit_code != 0) BPFPROF_KERNEL_SKIP("BPF refused by this kernel: " + probe.err);
+    if (std::string why = bpf_refusal(kBin); !why.empty()) BPFPROF_KERNEL_SKIP(why);
     if (::geteuid() != 0) BPFPROF_KERNEL_SKIP("not root: top needs CAP_PERFMON and CAP_BPF");
   }
 };

@@ -37,11 +37,8 @@ class AnnotateKernelTest : public ::testing::Test {
     g = new Fixture;
     g->data = g->dir.file("rec.data");
     g->truth = g->dir.file("truth.json");
-    RunResult probe = run({kBin + "/bpfprof-workload", "--probe"});
-    if (probe.exit_code != 0) {
-      g->skip_reason = "BPF refused by this kernel: " + probe.out + probe.err;
-      return;
-    }
+    g->skip_reason = bpf_refusal(kBin);
+    if (!g->skip_reason.empty()) return;
     RunResult rec = run({kBin + "/bpfprof", "record", "-a", "-F", "4999", "-o", g->data, "--",
                          kBin + "/bpfprof-workload", "--programs", "4", "--lifetime", "50ms",
                          "--long-lived", "1s", "--truth", g->truth, "--quiet"});

@@ -43,11 +43,8 @@ class RecordWorkloadTest : public ::testing::Test {
     g->truth = g->dir.file("truth.json");
     g->hold_truth = g->dir.file("hold.json");
 
-    RunResult probe = run({kBin + "/bpfprof-workload", "--probe"});
-    if (probe.exit_code != 0) {
-      g->skip_reason = "BPF refused by this kernel: " + probe.out + probe.err;
-      return;
-    }
+    g->skip_reason = bpf_refusal(kBin);
+    if (!g->skip_reason.empty()) return;
     // A program loaded before the recording starts and unloaded after it ends.
     Background hold({kBin + "/bpfprof-workload", "--hold", "--truth", g->hold_truth, "--quiet"});
     std::string ready = hold.wait_for_line("ready");

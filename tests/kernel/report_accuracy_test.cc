@@ -56,11 +56,8 @@ class ReportAccuracyTest : public ::testing::TestWithParam<bool> {
  protected:
   static void SetUpTestSuite() {
     g = new Fixture;
-    RunResult probe = run({kBin + "/bpfprof-workload", "--probe"});
-    if (probe.exit_code != 0) {
-      g->skip_reason = "BPF refused by this kernel: " + probe.out + probe.err;
-      return;
-    }
+    g->skip_reason = bpf_refusal(kBin);
+    if (!g->skip_reason.empty()) return;
     g->ours.data = g->dir.file("ours.data");
     g->ours.truth = g->dir.file("ours.json");
     record_case(g->ours, {kBin + "/bpfprof", "record", "-a", "-g", "-F", "4999", "-q", "-o",

@@ -37,11 +37,8 @@ class ShortLivedTest : public ::testing::Test {
     g = new Fixture;
     g->data = g->dir.file("short.data");
     g->truth = g->dir.file("truth.json");
-    RunResult probe = run({kBin + "/bpfprof-workload", "--probe"});
-    if (probe.exit_code != 0) {
-      g->skip_reason = "BPF refused by this kernel: " + probe.out + probe.err;
-      return;
-    }
+    g->skip_reason = bpf_refusal(kBin);
+    if (!g->skip_reason.empty()) return;
     // 40 programs per class on two loader threads, plus the long-lived
     // burner on a third: both CPUs stay busy.
     g->record = run({kBin + "/bpfprof", "record", "-a", "-F", std::to_string(kFreq), "-q",
