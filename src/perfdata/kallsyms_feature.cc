@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstring>
 #include <memory>
+#include <vector>
 
 #include "perfdata/features.h"
 
@@ -74,27 +75,27 @@ Result<std::string> decode_kallsyms(Bytes section, uint64_t base_offset) {
   }
   std::unique_ptr<ZSTD_DCtx, DCtxFree> ctx(ZSTD_createDCtx());
   if (!ctx) return make_error(Errc::kInternal, "ZSTD_createDCtx failed");
-  // Streamed into a string that grows with the real output, so a lying
-  // raw_size costs nothing and extra output is caught one chunk past it.
+  // Streamed through a fixed buffer into a string that grows with the real
+  // output (no zero-filling, geometric growth), so a lying raw_size costs
+  // nothing and extra output is caught one chunk past it.
   std::string out;
+  out.reserve(static_cast<size_t>(std::min<uint64_t>(raw_size, 64ull << 20)));
+  std::vector<char> buf(std::min<uint64_t>(raw_size, 1 << 20) + 1);  // +1: output beyond raw_size
   ZSTD_inBuffer in{body.data(), body.size(), 0};
   size_t ret = 1;
   while (in.pos < in.size || ret != 0) {
-    const size_t have = out.size();
-    const size_t chunk = std::min<uint64_t>(raw_size - std::min<uint64_t>(have, raw_size), 1 << 20);
-    out.resize(have + chunk + 1);  // +1: room to notice output beyond raw_size
-    ZSTD_outBuffer o{out.data(), out.size(), have};
+    ZSTD_outBuffer o{buf.data(), buf.size(), 0};
     ret = ZSTD_decompressStream(ctx.get(), &o, &in);
-    out.resize(o.pos);
     if (ZSTD_isError(ret)) {
       return make_error_at(Errc::kBadRecord, body_at,
                            std::string("KALLSYMS zstd: ") + ZSTD_getErrorName(ret));
     }
-    if (out.size() > raw_size) {
+    if (o.pos > raw_size - out.size()) {
       return make_error_at(Errc::kBadRecord, body_at,
                            "KALLSYMS decompresses beyond raw_size " + std::to_string(raw_size));
     }
-    if (o.pos == have && in.pos == in.size && ret != 0) {
+    out.append(buf.data(), o.pos);
+    if (o.pos == 0 && in.pos == in.size && ret != 0) {
       return make_error_at(Errc::kTruncated, body_at, "KALLSYMS zstd frame is incomplete");
     }
   }

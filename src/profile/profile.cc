@@ -57,20 +57,14 @@ StackId Profile::add_stack(const std::vector<FrameId>& leaf_first) {
   return id;
 }
 
-void Profile::add_sample(StackId stack, const Thread& thread, uint64_t period, uint64_t time) {
+Counts& Profile::slot(StackId stack, const Thread& thread) {
   SampleKey key{stack, thread};
   auto it = samples_.find(key);
   if (it == samples_.end()) {
     key.thread.comm = strings_.intern(thread.comm);
     it = samples_.emplace(key, Counts{}).first;
   }
-  Counts c{1, period};
-  it->second += c;
-  total_ += c;
-  if (time != 0) {
-    if (first_time_ == 0 || time < first_time_) first_time_ = time;
-    if (time > last_time_) last_time_ = time;
-  }
+  return it->second;
 }
 
 void Profile::count(std::string_view name, uint64_t n) {

@@ -86,7 +86,23 @@ class Profile {
   // Interns a stack of frame ids, leaf first. An empty stack is valid.
   StackId add_stack(const std::vector<FrameId>& leaf_first);
   // Counts one sample of `period` on `stack` run by `thread`.
-  void add_sample(StackId stack, const Thread& thread, uint64_t period, uint64_t time);
+  void add_sample(StackId stack, const Thread& thread, uint64_t period, uint64_t time) {
+    add_to(slot(stack, thread), period, time);
+  }
+  // The counts of (stack, thread), created at zero (and its comm interned) on
+  // first use. The reference stays valid for the Profile's lifetime, also
+  // across moves, so callers may cache it.
+  Counts& slot(StackId stack, const Thread& thread);
+  // Counts one sample of `period` at `time` into a slot of this Profile.
+  void add_to(Counts& slot, uint64_t period, uint64_t time) {
+    const Counts c{1, period};
+    slot += c;
+    total_ += c;
+    if (time != 0) {
+      if (first_time_ == 0 || time < first_time_) first_time_ = time;
+      if (time > last_time_) last_time_ = time;
+    }
+  }
   // Adds a named diagnostic counter (created on first use, kept in name order).
   void count(std::string_view name, uint64_t n = 1);
   // Makes sure a counter is listed even when it stays zero.

@@ -5,6 +5,7 @@
 #include <array>
 #include <string>
 #include <thread>
+#include <unordered_map>
 
 #include <fmt/format.h>
 
@@ -14,9 +15,83 @@ namespace bpfprof::report {
 namespace {
 
 constexpr size_t kUnknownReasons = symbols::kUnknownCount;
+using profile::Counts;
+using profile::FrameKind;
+using profile::StackId;
+
+inline uint64_t mix(uint64_t h, uint64_t v) {
+  h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+  return h;
+}
+
+// A symbolized frame by identity: the symbolizer's strings are views into
+// storage that lives (unchanged) as long as the session, so equal pointers
+// mean equal text. Different pointers to equal text only cost a cache entry
+// more: Profile::add_frame still interns by content.
+struct FrameRef {
+  const char* symbol;
+  const char* dso;
+  uint32_t symbol_len, dso_len;
+  uint32_t bpf_program, bpf_function;
+  FrameKind kind;
+
+  bool operator==(const FrameRef&) const = default;
+  static FrameRef of(const symbols::Frame& f) {
+    return FrameRef{f.symbol.data(),
+                    f.dso.data(),
+                    static_cast<uint32_t>(f.symbol.size()),
+                    static_cast<uint32_t>(f.dso.size()),
+                    f.bpf_program,
+                    f.bpf_function,
+                    f.kind};
+  }
+  uint64_t hash() const {
+    uint64_t h = mix(reinterpret_cast<uintptr_t>(symbol), reinterpret_cast<uintptr_t>(dso));
+    h = mix(h, (uint64_t{symbol_len} << 32) | dso_len);
+    h = mix(h, (uint64_t{bpf_program} << 32) | bpf_function);
+    return mix(h, static_cast<uint64_t>(kind));
+  }
+};
+struct FrameRefHash {
+  size_t operator()(const FrameRef& f) const { return f.hash(); }
+};
+
+// Who ran a sample, by identity (the comm is a view into the symbolizer).
+struct ThreadRef {
+  uint32_t pid, tid;
+  const char* comm;
+  size_t comm_len;
+
+  bool operator==(const ThreadRef&) const = default;
+  uint64_t hash() const {
+    return mix(mix((uint64_t{pid} << 32) | tid, reinterpret_cast<uintptr_t>(comm)), comm_len);
+  }
+};
+
+// Leaf-only reports (no -g, no source lines): the whole key of a sample.
+struct LeafKey {
+  FrameRef frame;
+  ThreadRef thread;
+  bool operator==(const LeafKey&) const = default;
+};
+struct LeafKeyHash {
+  size_t operator()(const LeafKey& k) const { return mix(k.frame.hash(), k.thread.hash()); }
+};
+struct StackKey {
+  StackId stack;
+  ThreadRef thread;
+  bool operator==(const StackKey&) const = default;
+};
+struct StackKeyHash {
+  size_t operator()(const StackKey& k) const { return mix(k.stack, k.thread.hash()); }
+};
 
 // Per-worker state: its profile, counters kept as plain integers until the
-// end, and scratch buffers reused across samples.
+// end, scratch buffers reused across samples, and caches from symbolizer
+// results (by identity) to the profile's ids and count slots, so that a
+// sample whose frames and thread were seen before costs no string hashing.
+// Ids are still handed out by the profile in first-seen order: a cache miss
+// asks the profile, so ids are those a run without caches would give.
 struct Worker {
   profile::Profile profile;
   std::array<uint64_t, kUnknownReasons> unknown_frames{};
@@ -26,7 +101,18 @@ struct Worker {
   std::vector<profile::FrameId> ids;
   std::string line;
   uint64_t chunks_unreadable = 0;
+  std::unordered_map<LeafKey, Counts*, LeafKeyHash> leaf_slots;
+  std::unordered_map<FrameRef, profile::FrameId, FrameRefHash> frame_ids;
+  std::unordered_map<StackKey, Counts*, StackKeyHash> stack_slots;
 };
+
+profile::FrameId frame_id(Worker& w, const symbols::Frame& f, std::string_view line) {
+  const profile::Frame frame{f.symbol, f.dso, line, f.kind, f.bpf_program, f.bpf_function};
+  if (!line.empty()) return w.profile.add_frame(frame);  // `line` is scratch text
+  auto [it, fresh] = w.frame_ids.try_emplace(FrameRef::of(f), 0);
+  if (fresh) it->second = w.profile.add_frame(frame);
+  return it->second;
+}
 
 void add_sample(const Session& session, const AggregateOptions& options,
                 const perf::RecordView& record, const perf::SampleLayout& layout, Worker& w) {
@@ -38,12 +124,31 @@ void add_sample(const Session& session, const AggregateOptions& options,
   }
   if (!options.filter.keep(sample->pid, sample->time)) return;
   symbolize_sample(sym, *sample, record.cpumode(), options.stacks, w.frames);
+  for (const SymbolizedFrame& sf : w.frames) {
+    const symbols::Unknown u = sf.frame.unknown;
+    if (u != symbols::Unknown::kNone) w.unknown_frames[static_cast<size_t>(u) % kUnknownReasons]++;
+  }
+  if (!w.frames.empty() && w.frames.front().frame.unknown == symbols::Unknown::kBpfNotAlive) {
+    w.bpf_unattributed++;
+  }
+  std::string_view comm = sym.comm(sample->pid, sample->tid, sample->time);
+  if (comm.empty()) comm = "[unknown]";
+  const ThreadRef thread{sample->pid, sample->tid, comm.data(), comm.size()};
+  const profile::Thread profile_thread{sample->pid, sample->tid, comm};
+
+  if (!options.stacks && !options.lines && w.frames.size() == 1) {
+    const symbols::Frame& f = w.frames.front().frame;
+    auto [it, fresh] = w.leaf_slots.try_emplace(LeafKey{FrameRef::of(f), thread}, nullptr);
+    if (fresh) {
+      w.ids.assign(1, frame_id(w, f, {}));
+      it->second = &w.profile.slot(w.profile.add_stack(w.ids), profile_thread);
+    }
+    w.profile.add_to(*it->second, sample->period, sample->time);
+    return;
+  }
   w.ids.clear();
   for (const SymbolizedFrame& sf : w.frames) {
     const symbols::Frame& f = sf.frame;
-    if (f.unknown != symbols::Unknown::kNone) {
-      w.unknown_frames[static_cast<size_t>(f.unknown) % kUnknownReasons]++;
-    }
     std::string_view line;
     if (options.lines && f.kind == symbols::FrameKind::kBpf) {
       if (auto l = sym.bpf_line(f, sf.lookup)) {
@@ -51,16 +156,12 @@ void add_sample(const Session& session, const AggregateOptions& options,
         line = w.line;
       }
     }
-    w.ids.push_back(w.profile.add_frame(
-        profile::Frame{f.symbol, f.dso, line, f.kind, f.bpf_program, f.bpf_function}));
+    w.ids.push_back(frame_id(w, f, line));
   }
-  if (!w.frames.empty() && w.frames.front().frame.unknown == symbols::Unknown::kBpfNotAlive) {
-    w.bpf_unattributed++;
-  }
-  profile::StackId stack = w.profile.add_stack(w.ids);
-  std::string_view comm = sym.comm(sample->pid, sample->tid, sample->time);
-  profile::Thread thread{sample->pid, sample->tid, comm.empty() ? "[unknown]" : comm};
-  w.profile.add_sample(stack, thread, sample->period, sample->time);
+  const profile::StackId stack = w.profile.add_stack(w.ids);
+  auto [it, fresh] = w.stack_slots.try_emplace(StackKey{stack, thread}, nullptr);
+  if (fresh) it->second = &w.profile.slot(stack, profile_thread);
+  w.profile.add_to(*it->second, sample->period, sample->time);
 }
 
 // Chunks [first, last) into `w`. Pass 1 accepted every record in them, so
