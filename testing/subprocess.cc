@@ -3,8 +3,10 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <pty.h>
 #include <signal.h>
 #include <sys/wait.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -41,17 +43,12 @@ pid_t spawn(const std::vector<std::string>& argv, int out_w, int err_w) {
   return pid;
 }
 
-}  // namespace
-
-RunResult run(const std::vector<std::string>& argv) {
-  int out[2], err[2];
-  if (pipe2(out, O_CLOEXEC) || pipe2(err, O_CLOEXEC)) throw std::runtime_error("pipe");
-  pid_t pid = spawn(argv, out[1], err[1]);
-  close(out[1]);
-  close(err[1]);
+// Reads out_fd and err_fd (either may be -1) to their ends, then reaps pid. A
+// pseudo-terminal's master ends with EIO once the child side is closed.
+RunResult collect(pid_t pid, int out_fd, int err_fd) {
   RunResult r;
-  pollfd fds[2] = {{out[0], POLLIN, 0}, {err[0], POLLIN, 0}};
-  int open_fds = 2;
+  pollfd fds[2] = {{out_fd, POLLIN, 0}, {err_fd, POLLIN, 0}};
+  int open_fds = (out_fd >= 0) + (err_fd >= 0);
   char buf[65536];
   while (open_fds > 0) {
     if (poll(fds, 2, -1) < 0) continue;
@@ -72,6 +69,32 @@ RunResult run(const std::vector<std::string>& argv) {
   }
   r.exit_code = decode_status(status);
   return r;
+}
+
+}  // namespace
+
+RunResult run(const std::vector<std::string>& argv) {
+  int out[2], err[2];
+  if (pipe2(out, O_CLOEXEC) || pipe2(err, O_CLOEXEC)) throw std::runtime_error("pipe");
+  pid_t pid = spawn(argv, out[1], err[1]);
+  close(out[1]);
+  close(err[1]);
+  return collect(pid, out[0], err[0]);
+}
+
+RunResult run_on_tty(const std::vector<std::string>& argv, bool stdout_on_tty) {
+  int master = -1, tty = -1;
+  termios raw{};
+  cfmakeraw(&raw);
+  if (openpty(&master, &tty, nullptr, &raw, nullptr) != 0) throw std::runtime_error("openpty");
+  fcntl(master, F_SETFD, FD_CLOEXEC);
+  fcntl(tty, F_SETFD, FD_CLOEXEC);
+  int out[2] = {-1, -1};
+  if (!stdout_on_tty && pipe2(out, O_CLOEXEC)) throw std::runtime_error("pipe");
+  pid_t pid = spawn(argv, stdout_on_tty ? tty : out[1], tty);
+  close(tty);
+  if (out[1] >= 0) close(out[1]);
+  return collect(pid, out[0], master);
 }
 
 Background::Background(const std::vector<std::string>& argv) {

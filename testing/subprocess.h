@@ -18,6 +18,11 @@ struct RunResult {
 // Runs argv[0] (PATH lookup) with stdin from /dev/null and waits for it.
 RunResult run(const std::vector<std::string>& argv);
 
+// The same with stderr (and stdout too if `stdout_on_tty`) on a pseudo-terminal
+// in raw mode (bytes arrive as written: no "\n" -> "\r\n"). `err` holds what
+// the terminal received, in order; `out` the piped stdout, if any.
+RunResult run_on_tty(const std::vector<std::string>& argv, bool stdout_on_tty = false);
+
 // A child left running in the background (e.g. `bpfprof-workload --hold`).
 class Background {
  public:

@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstdio>
 
+#include "cli/progress_meter.h"
 #include "report/annotate.h"
 #include "report/session.h"
 
@@ -27,6 +28,7 @@ CLI::App* add_flags(CLI::App& app, AnnotateFlags& f) {
       ->required();
   cmd->add_option("--format", f.format, "Output format: text or json")
       ->check(CLI::IsMember({"text", "json"}));
+  cmd->add_flag("-q,--quiet", f.quiet, "No progress line on stderr");
   return cmd;
 }
 
@@ -40,9 +42,16 @@ Subcommand add_annotate_subcommand(CLI::App& app) {
 
 int run_annotate(const AnnotateFlags& f) {
   // Only BPF leaf frames matter here: user binaries are never opened.
-  auto session = report::Session::open(f.input, report::SessionOptions{"", false});
-  if (!session.ok()) return fail(session.error());
+  ProgressMeter meter(ProgressMeter::for_stderr(f.quiet, 2), f.input);
+  auto session =
+      report::Session::open(f.input, report::SessionOptions{"", false, meter.progress()});
+  if (!session.ok()) {
+    meter.stop();
+    return fail(session.error());
+  }
+  meter.next_pass();
   auto a = report::annotate(**session, f.program);
+  meter.stop();
   if (!a.ok()) return fail(a.error());
   // Nothing to show at all: say why on stderr rather than print empty listings.
   if (std::all_of(a->listings.begin(), a->listings.end(),

@@ -18,6 +18,7 @@ struct AnnotateFlags {
   std::string input = "perf.data";
   std::string program;  // name, id, tag or ksym name
   std::string format = "text";
+  bool quiet = false;  // no progress line
 };
 
 Subcommand add_annotate_subcommand(CLI::App& app);

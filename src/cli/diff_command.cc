@@ -3,6 +3,7 @@
 
 #include <cstdio>
 
+#include "cli/progress_meter.h"
 #include "report/diff.h"
 #include "report/gzip.h"
 #include "report/recording.h"
@@ -26,6 +27,7 @@ CLI::App* add_diff_command(CLI::App& app, DiffFlags& f) {
       ->check(CLI::IsMember({"text", "json"}));
   cmd->add_option("-j,--jobs", f.jobs, "Worker threads for samples (default: one per CPU)");
   cmd->add_option("--symfs", f.symfs, "Look for user binaries under this directory");
+  cmd->add_flag("-q,--quiet", f.quiet, "No progress line on stderr");
   return cmd;
 }
 
@@ -42,9 +44,16 @@ int run_diff(const DiffFlags& f) {
   o.symfs = f.symfs;
   o.threads = f.jobs;
   o.stacks = false;  // leaf frames decide
+  ProgressMeter meter(ProgressMeter::for_stderr(f.quiet, 2), f.before + " (1 of 2)");
+  o.progress = meter.progress();
   auto before = report::load_recording(f.before, o);
-  if (!before.ok()) return fail(before.error());
+  if (!before.ok()) {
+    meter.stop();
+    return fail(before.error());
+  }
+  meter.next_file(f.after + " (2 of 2)");
   auto after = report::load_recording(f.after, o);
+  meter.stop();
   if (!after.ok()) return fail(after.error());
   report::Diff d = report::diff_reports(*before, *after);
   d.before_path = f.before;

@@ -19,6 +19,7 @@ struct DiffFlags {
   std::string format = "text";
   unsigned jobs = 0;
   std::string symfs;
+  bool quiet = false;  // no progress line
 };
 
 CLI::App* add_diff_command(CLI::App& app, DiffFlags& flags);

@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "cli/progress_meter.h"
 #include "profile/group.h"
 #include "report/aggregate.h"
 #include "report/export.h"
@@ -80,6 +81,7 @@ CLI::App* add_export_command(CLI::App& app, ExportFlags& f) {
   cmd->add_option("--title", f.title, "Title of the SVG/HTML flame graph");
   cmd->add_option("-j,--jobs", f.jobs, "Worker threads for samples (default: one per CPU)");
   cmd->add_option("--symfs", f.symfs, "Look for user binaries under this directory");
+  cmd->add_flag("-q,--quiet", f.quiet, "No progress line on stderr");
   return cmd;
 }
 
@@ -117,8 +119,14 @@ int run_export(const ExportFlags& f) {
     if (!parsed.ok()) return fail(parsed.error());
     range = *parsed;
   }
-  auto session = report::Session::open(f.input, report::SessionOptions{f.symfs, true});
-  if (!session.ok()) return fail(session.error());
+  const bool timed = range.from_s || range.to_s;  // one more walk: the first sample's time
+  ProgressMeter meter(ProgressMeter::for_stderr(f.quiet, timed ? 3 : 2), f.input);
+  auto session =
+      report::Session::open(f.input, report::SessionOptions{f.symfs, true, meter.progress()});
+  if (!session.ok()) {
+    meter.stop();
+    return fail(session.error());
+  }
 
   report::AggregateOptions agg;
   agg.stacks = true;
@@ -128,14 +136,20 @@ int run_export(const ExportFlags& f) {
     agg.filter.pid = static_cast<uint32_t>(f.pid);
     filters += fmt::format(", pid {}", f.pid);
   }
-  if (range.from_s || range.to_s) {
+  if (timed) {
+    meter.next_pass();
     auto first = report::first_sample_time(**session);
-    if (!first.ok()) return fail(first.error());
+    if (!first.ok()) {
+      meter.stop();
+      return fail(first.error());
+    }
     if (range.from_s) agg.filter.from_ns = *first + to_ns(*range.from_s);
     if (range.to_s) agg.filter.to_ns = *first + to_ns(*range.to_s);
     filters += fmt::format(", time {}", f.time);
   }
+  meter.next_pass();
   report::ReportData data = report::aggregate(**session, agg);
+  meter.stop();
   report::add_bpf_addresses(data, (*session)->symbolizer());  // pprof mappings
 
   const uint64_t shown = shown_samples(data.profile, f.bpf_only);

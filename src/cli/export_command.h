@@ -30,6 +30,7 @@ struct ExportFlags {
   std::string title = "bpfprof flame graph";
   unsigned jobs = 0;
   std::string symfs;
+  bool quiet = false;  // no progress line
 };
 
 CLI::App* add_export_command(CLI::App& app, ExportFlags& flags);

@@ -32,13 +32,14 @@ TEST_F(ExportCommandTest, DefaultsAreFoldedToStdoutFromPerfData) {
 
 TEST_F(ExportCommandTest, FlagsAreBound) {
   parse({"export", "-i", "x.data", "--format", "html", "-o", "f.html", "--bpf-only", "--pid", "42",
-         "--time", "1.5,2"});
+         "--time", "1.5,2", "-q"});
   EXPECT_EQ(flags_.input, "x.data");
   EXPECT_EQ(flags_.format, "html");
   EXPECT_EQ(flags_.output, "f.html");
   EXPECT_TRUE(flags_.bpf_only);
   EXPECT_EQ(flags_.pid, 42);
   EXPECT_EQ(flags_.time, "1.5,2");
+  EXPECT_TRUE(flags_.quiet);
   EXPECT_THROW(parse({"export", "--pid", "-3"}), CLI::ParseError);
 }
 

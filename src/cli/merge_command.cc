@@ -4,6 +4,9 @@
 #include <cstdio>
 #include <vector>
 
+#include <fmt/format.h>
+
+#include "cli/progress_meter.h"
 #include "report/gzip.h"
 #include "report/merge.h"
 #include "report/pprof.h"
@@ -17,31 +20,38 @@ int fail(const Error& e) {
   return e.code == Errc::kInvalidArgument ? 2 : 1;
 }
 
-report::LoadOptions load_options(const MergeFlags& f) {
+// What the progress line calls the i-th input.
+std::string input_label(const MergeFlags& f, size_t i) {
+  return fmt::format("{} ({} of {})", f.inputs[i], i + 1, f.inputs.size());
+}
+
+// Loads the i-th input; the meter shows which.
+Result<report::ReportData> load(const MergeFlags& f, size_t i, ProgressMeter& meter) {
   report::LoadOptions o;
   o.symfs = f.symfs;
   o.threads = f.jobs;
   o.stacks = true;
-  return o;
+  o.progress = meter.progress();
+  if (i > 0) meter.next_file(input_label(f, i));
+  return report::load_recording(f.inputs[i], o);
 }
 
 // pprof: recordings are added one at a time, so only one is in memory at once.
-Result<std::string> merge_pprof(const MergeFlags& f) {
+Result<std::string> merge_pprof(const MergeFlags& f, ProgressMeter& meter) {
   report::PprofBuilder builder(report::BpfIdentity::kTagName, f.bpf_only);
-  for (const std::string& path : f.inputs) {
-    BPFPROF_ASSIGN_OR_RETURN(report::ReportData data,
-                             report::load_recording(path, load_options(f)));
+  for (size_t i = 0; i < f.inputs.size(); i++) {
+    const std::string& path = f.inputs[i];
+    BPFPROF_ASSIGN_OR_RETURN(report::ReportData data, load(f, i, meter));
     // Recordings from one host keep one label; a file without a hostname is its own source.
     builder.add(data, data.header.host.empty() ? path : data.header.host);
   }
   return builder.encode();
 }
 
-Result<std::string> merge_folded(const MergeFlags& f) {
+Result<std::string> merge_folded(const MergeFlags& f, ProgressMeter& meter) {
   std::vector<report::ReportData> all;
-  for (const std::string& path : f.inputs) {
-    BPFPROF_ASSIGN_OR_RETURN(report::ReportData data,
-                             report::load_recording(path, load_options(f)));
+  for (size_t i = 0; i < f.inputs.size(); i++) {
+    BPFPROF_ASSIGN_OR_RETURN(report::ReportData data, load(f, i, meter));
     all.push_back(std::move(data));
   }
   std::vector<const report::ReportData*> views;
@@ -61,6 +71,7 @@ CLI::App* add_merge_command(CLI::App& app, MergeFlags& f) {
   cmd->add_flag("--bpf-only", f.bpf_only, "Only samples whose leaf frame is BPF code");
   cmd->add_option("-j,--jobs", f.jobs, "Worker threads for samples (default: one per CPU)");
   cmd->add_option("--symfs", f.symfs, "Look for user binaries under this directory");
+  cmd->add_flag("-q,--quiet", f.quiet, "No progress line on stderr");
   return cmd;
 }
 
@@ -73,7 +84,9 @@ Subcommand add_merge_subcommand(CLI::App& app) {
 }
 
 int run_merge(const MergeFlags& f) {
-  auto bytes = f.format == "folded" ? merge_folded(f) : merge_pprof(f);
+  ProgressMeter meter(ProgressMeter::for_stderr(f.quiet, 2), input_label(f, 0));
+  auto bytes = f.format == "folded" ? merge_folded(f, meter) : merge_pprof(f, meter);
+  meter.stop();
   if (!bytes.ok()) return fail(bytes.error());
   Status written = report::write_output(f.output, *bytes);
   if (!written.ok()) return fail(written.error());

@@ -22,6 +22,7 @@ struct MergeFlags {
   bool bpf_only = false;
   unsigned jobs = 0;
   std::string symfs;
+  bool quiet = false;  // no progress line
 };
 
 CLI::App* add_merge_command(CLI::App& app, MergeFlags& flags);

@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cstdio>
 
+#include "cli/progress_meter.h"
 #include "report/enrichment.h"
 #include "report/script.h"
 #include "report/session.h"
@@ -18,12 +19,13 @@ int fail(const char* command, const Error& e) {
 }
 
 void add_common(CLI::App* cmd, std::string& input, std::string& format, unsigned& jobs,
-                std::string& symfs) {
+                std::string& symfs, bool& quiet) {
   cmd->add_option("-i,--input", input, "Input file (default perf.data)");
   cmd->add_option("--format", format, "Output format: text or json")
       ->check(CLI::IsMember({"text", "json"}));
   cmd->add_option("-j,--jobs", jobs, "Worker threads for samples (default: one per CPU)");
   cmd->add_option("--symfs", symfs, "Look for user binaries under this directory");
+  cmd->add_flag("-q,--quiet", quiet, "No progress line on stderr");
 }
 
 }  // namespace
@@ -31,7 +33,7 @@ void add_common(CLI::App* cmd, std::string& input, std::string& format, unsigned
 CLI::App* add_report_command(CLI::App& app, ReportFlags& f) {
   CLI::App* cmd = app.add_subcommand(
       "report", "Which BPF programs, kernel and user code took the samples of a recording");
-  add_common(cmd, f.input, f.format, f.jobs, f.symfs);
+  add_common(cmd, f.input, f.format, f.jobs, f.symfs, f.quiet);
   cmd->add_option("-s,--sort", f.sort,
                   "Group by these keys (comma-separated or repeated): " +
                       profile::valid_sort_keys() + " (default sym)");
@@ -43,7 +45,7 @@ CLI::App* add_report_command(CLI::App& app, ReportFlags& f) {
 CLI::App* add_script_command(CLI::App& app, ScriptFlags& f) {
   CLI::App* cmd = app.add_subcommand(
       "script", "One line per sample in time order: comm pid/tid [cpu] time: ip sym+off (dso)");
-  add_common(cmd, f.input, f.format, f.jobs, f.symfs);
+  add_common(cmd, f.input, f.format, f.jobs, f.symfs, f.quiet);
   return cmd;
 }
 
@@ -60,14 +62,21 @@ Result<report::RenderOptions> to_render_options(const ReportFlags& f) {
 int run_report(const ReportFlags& f) {
   auto options = to_render_options(f);
   if (!options.ok()) return fail("report", options.error());
-  auto session = report::Session::open(f.input, report::SessionOptions{f.symfs, true});
-  if (!session.ok()) return fail("report", session.error());
+  ProgressMeter meter(ProgressMeter::for_stderr(f.quiet, 2), f.input);
+  auto session =
+      report::Session::open(f.input, report::SessionOptions{f.symfs, true, meter.progress()});
+  if (!session.ok()) {
+    meter.stop();
+    return fail("report", session.error());
+  }
   report::AggregateOptions agg;
   agg.stacks = f.callgraph;
   agg.lines = std::find(options->keys.begin(), options->keys.end(), profile::SortKey::kLine) !=
               options->keys.end();
   agg.threads = f.jobs;
+  meter.next_pass();
   report::ReportData data = report::aggregate(**session, agg);
+  meter.stop();
   report::add_enrichment((*session)->reader().features(), data);
   std::string out = f.format == "json" ? report::render_json(data, *options)
                                        : report::render_text(data, *options);
@@ -78,7 +87,11 @@ int run_report(const ReportFlags& f) {
 }
 
 int run_script(const ScriptFlags& f) {
-  auto session = report::Session::open(f.input, report::SessionOptions{f.symfs, true});
+  // Only pass 1: the second walk writes the lines as it goes.
+  ProgressMeter meter(ProgressMeter::for_stderr(f.quiet, 1), f.input);
+  auto session =
+      report::Session::open(f.input, report::SessionOptions{f.symfs, true, meter.progress()});
+  meter.stop();
   if (!session.ok()) return fail("script", session.error());
   report::ScriptOptions o;
   o.format = f.format == "json" ? report::ScriptFormat::kJson : report::ScriptFormat::kText;

@@ -21,6 +21,7 @@ struct ReportFlags {
   bool callgraph = false;
   unsigned jobs = 0;
   std::string symfs;
+  bool quiet = false;  // no progress line
 };
 
 struct ScriptFlags {
@@ -28,6 +29,7 @@ struct ScriptFlags {
   std::string format = "text";
   unsigned jobs = 0;
   std::string symfs;
+  bool quiet = false;  // no progress line
 };
 
 CLI::App* add_report_command(CLI::App& app, ReportFlags& flags);

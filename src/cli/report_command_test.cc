@@ -31,6 +31,12 @@ TEST_F(ReportCommandTest, DefaultsAreSymTextPerfData) {
   EXPECT_EQ(o->keys, std::vector<profile::SortKey>{profile::SortKey::kSym});
   EXPECT_FALSE(o->bpf_only);
   EXPECT_FALSE(o->callgraph);
+  EXPECT_FALSE(report_.quiet);
+}
+
+TEST_F(ReportCommandTest, QuietTurnsOffProgress) {
+  parse({"report", "-q"});
+  EXPECT_TRUE(report_.quiet);
 }
 
 TEST_F(ReportCommandTest, SortKeysCommaSeparatedOrRepeated) {
@@ -65,6 +71,12 @@ TEST_F(ReportCommandTest, ScriptFlags) {
   EXPECT_EQ(script_.input, "y.data");
   EXPECT_EQ(script_.format, "json");
   EXPECT_EQ(script_.jobs, 3u);
+  EXPECT_FALSE(script_.quiet);
+}
+
+TEST_F(ReportCommandTest, ScriptQuiet) {
+  parse({"script", "--quiet"});
+  EXPECT_TRUE(script_.quiet);
 }
 
 }  // namespace

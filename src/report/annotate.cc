@@ -213,7 +213,8 @@ Result<Annotation> annotate(const Session& session, std::string_view query) {
   // `report` does (leaf ip, cpumode), so per-line totals agree with it.
   std::vector<SymbolizedFrame> frames;
   const perfdata::FileReader& reader = session.reader();
-  Status walked = reader.for_each_record([&](const perf::RecordView& r, uint64_t) {
+  // Through the session: it drops the pages behind the walk and reports progress.
+  Status walked = session.for_each_record([&](const perf::RecordView& r, uint64_t) {
     if (r.header.type != perf::kRecordSample) return;
     const perfdata::FileAttr* attr = reader.attr_for(r);
     if (attr == nullptr) return;

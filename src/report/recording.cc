@@ -19,8 +19,9 @@ void add_bpf_addresses(ReportData& data, const symbols::Symbolizer& symbolizer) 
 }
 
 Result<ReportData> load_recording(const std::string& path, const LoadOptions& options) {
-  auto session = Session::open(path, SessionOptions{options.symfs, true});
+  auto session = Session::open(path, SessionOptions{options.symfs, true, options.progress});
   if (!session.ok()) return std::move(session).error().with_context(path);
+  if (options.progress) options.progress->next_pass();
   AggregateOptions agg;
   agg.stacks = options.stacks;
   agg.lines = options.lines;

@@ -8,6 +8,7 @@
 
 #include "base/error.h"
 #include "report/report_data.h"
+#include "report/walk_progress.h"
 #include "symbols/symbolizer.h"
 
 namespace bpfprof::report {
@@ -21,6 +22,7 @@ struct LoadOptions {
   unsigned threads = 0;  // 0 = one per CPU
   bool stacks = true;    // whole callchains (pprof, folded); false = leaf frames only
   bool lines = false;    // BPF source lines on BPF frames
+  WalkProgress* progress = nullptr;  // both passes report here (SessionOptions::progress)
 };
 
 // Opens `path`, runs both passes, adds the BPF addresses. The error names the file.

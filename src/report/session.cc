@@ -86,9 +86,15 @@ Status Session::pass1(const SessionOptions& options) {
   uint64_t round_samples = 0, previous_round_samples = 0;
   const uint64_t data_begin = reader_.data_offset();
   uint64_t dropped = data_begin;
+  progress_ = options.progress;
+  if (progress_) progress_->begin_file(reader_.data_size());
   Status walked = reader_.for_each_record([&](const perf::RecordView& view, uint64_t at) {
     if (at - dropped >= kDropWindow) {
       reader_.drop_pages(dropped, at);
+      if (progress_) {
+        progress_->add_bytes(at - dropped);
+        progress_->found(sample_count_, header_.lost);
+      }
       dropped = at;
     }
     header_.records++;
@@ -150,6 +156,10 @@ Status Session::pass1(const SessionOptions& options) {
     sideband.push_back(Sideband{time.value_or(0), r, &layout});
   });
   reader_.drop_pages(data_begin, data_begin + reader_.data_size());
+  if (progress_) {
+    progress_->add_bytes(data_begin + reader_.data_size() - dropped);
+    progress_->found(sample_count_, header_.lost);
+  }
   compressed_ = reader_.stats().compressed_records > 0;
   if (!walked.ok()) return walked;
   // The reader skips record types it does not know and counts them.
@@ -187,15 +197,19 @@ Status Session::for_each_sample(size_t first, size_t last, const SampleFn& fn) c
                            ? chunk_starts_[last]
                            : reader_.data_offset() + reader_.data_size();
   uint64_t dropped = begin;
+  // The bytes before the first sample are not walked again: done.
+  if (progress_ && first == 0) progress_->add_bytes(begin - reader_.data_offset());
   Status walked = reader_.for_each_record_in(begin, end, [&](const perf::RecordView& r,
                                                              uint64_t at) {
     if (at - dropped >= kDropWindow) {
       reader_.drop_pages(dropped, at);
+      if (progress_) progress_->add_bytes(at - dropped);
       dropped = at;
     }
     on_record(r, at);
   });
   reader_.drop_pages(dropped, end);
+  if (progress_) progress_->add_bytes(end - dropped);
   return walked;
 }
 
@@ -205,11 +219,13 @@ Status Session::for_each_record(const RecordFn& fn) const {
   Status walked = reader_.for_each_record([&](const perf::RecordView& r, uint64_t at) {
     if (at - dropped >= kDropWindow) {
       reader_.drop_pages(dropped, at);
+      if (progress_) progress_->add_bytes(at - dropped);
       dropped = at;
     }
     fn(r, at);
   });
   drop_pages();
+  if (progress_) progress_->add_bytes(begin + reader_.data_size() - dropped);
   return walked;
 }
 

@@ -20,6 +20,7 @@
 #include "perf/records.h"
 #include "perfdata/reader.h"
 #include "report/report_data.h"
+#include "report/walk_progress.h"
 #include "symbols/symbolizer.h"
 
 namespace bpfprof::report {
@@ -27,6 +28,9 @@ namespace bpfprof::report {
 struct SessionOptions {
   std::string symfs;     // prefix for user ELF paths
   bool read_elf = true;  // open user binaries for symbols
+  // Updated by pass 1 and by the walks of for_each_sample/for_each_record, at
+  // most once per few MiB; must outlive the Session. Null: no progress.
+  WalkProgress* progress = nullptr;
 };
 
 // What pass 1 learnt about the time order of samples, for `script`. perf's
@@ -106,6 +110,7 @@ class Session {
   perf::RecordView keep(const perf::RecordView& r);
 
   perfdata::FileReader reader_;
+  WalkProgress* progress_ = nullptr;
   std::unique_ptr<symbols::Symbolizer> symbolizer_;
   uint64_t sample_count_ = 0;
   // File offset of every kChunkSamples-th sample, from the first (plain files).
