@@ -49,6 +49,8 @@ bool is_ascii(std::string_view s) {
 
 // A JSON string as nlohmann::json dumps it. The common case (printable ASCII,
 // nothing to escape) is copied; anything else goes through the library.
+// Invalid UTF-8 becomes U+FFFD: the kernel cuts a COMM at 15 bytes, possibly
+// inside a character (the library's default throws, which aborted script).
 void append_json_string(std::string& out, std::string_view s) {
   const bool plain = std::all_of(s.begin(), s.end(), [](char c) {
     return c >= 0x20 && c < 0x7f && c != '"' && c != '\\';
@@ -58,7 +60,7 @@ void append_json_string(std::string& out, std::string_view s) {
     out += s;
     out += '"';
   } else {
-    out += nlohmann::json(s).dump();
+    out += nlohmann::json(s).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   }
 }
 
