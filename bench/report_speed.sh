@@ -40,14 +40,18 @@ measure "perf report --stdio" perf report -i "$data" --stdio
 measure "bpfprof report -g" "$bin/bpfprof" report -i "$data" -g
 measure "perf report --stdio --no-children --sort sym" perf report -i "$data" --stdio --no-children --sort sym
 measure "bpfprof report" "$bin/bpfprof" report -i "$data" --sort sym
-measure "perf script" perf script -i "$data"
+# bpfprof script prints the leaf frame only: perf's comparable mode hides the
+# callchain (-G). Plain `perf script` prints every frame (several times the
+# text): shown for reference, not compared.
+measure "perf script -G" perf script -G -i "$data"
+measure "perf script (all frames, reference)" perf script -i "$data"
 measure "bpfprof script" "$bin/bpfprof" script -i "$data"
 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2fx", (b > 0 ? a / b : 0) }'; }
 echo
 echo "speed (perf time / bpfprof time):  report -g vs --stdio $(ratio "$perf_report___stdio_t" "$bpfprof_report__g_t"),"\
      "flat report $(ratio "$perf_report___stdio___no_children___sort_sym_t" "$bpfprof_report_t"),"\
-     "script $(ratio "$perf_script_t" "$bpfprof_script_t")"
+     "script vs script -G $(ratio "$perf_script____t" "$bpfprof_script_t")"
 echo "memory (bpfprof / perf peak RSS): report -g $(ratio "$bpfprof_report__g_m" "$perf_report___stdio_m"),"\
      "flat report $(ratio "$bpfprof_report_m" "$perf_report___stdio___no_children___sort_sym_m"),"\
-     "script $(ratio "$bpfprof_script_m" "$perf_script_m")"
+     "script $(ratio "$bpfprof_script_m" "$perf_script____m")"

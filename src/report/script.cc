@@ -3,6 +3,11 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
+#include <condition_variable>
+#include <deque>
+#include <iterator>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -16,9 +21,48 @@
 namespace bpfprof::report {
 namespace {
 
-// Samples formatted per batch: bounded memory however long the recording,
-// and enough per batch that starting the threads does not show.
-constexpr size_t kBatch = 1 << 14;
+// Samples per batch: the unit the walk hands to the formatting threads.
+// Memory is a few batches (record copies and text) however long the file.
+constexpr size_t kBatch = 1 << 13;
+
+// Appends `v` in decimal, padded with `fill` to `width` on the left (right
+// alignment) or with spaces on the right.
+void append_uint(std::string& out, uint64_t v, size_t width = 0, char fill = ' ',
+                 bool left = false) {
+  char buf[20];
+  const size_t n = static_cast<size_t>(std::to_chars(buf, buf + sizeof buf, v).ptr - buf);
+  if (!left && n < width) out.append(width - n, fill);
+  out.append(buf, n);
+  if (left && n < width) out.append(width - n, ' ');
+}
+
+void append_hex(std::string& out, uint64_t v, size_t width = 0) {
+  char buf[16];
+  const size_t n = static_cast<size_t>(std::to_chars(buf, buf + sizeof buf, v, 16).ptr - buf);
+  if (n < width) out.append(width - n, ' ');
+  out.append(buf, n);
+}
+
+bool is_ascii(std::string_view s) {
+  return std::all_of(s.begin(), s.end(), [](char c) { return static_cast<unsigned char>(c) < 0x80; });
+}
+
+// A JSON string as nlohmann::json dumps it. The common case (printable ASCII,
+// nothing to escape) is copied; anything else goes through the library.
+// Invalid UTF-8 becomes U+FFFD: the kernel cuts a COMM at 15 bytes, possibly
+// inside a character (the library's default throws, which aborted script).
+void append_json_string(std::string& out, std::string_view s) {
+  const bool plain = std::all_of(s.begin(), s.end(), [](char c) {
+    return c >= 0x20 && c < 0x7f && c != '"' && c != '\\';
+  });
+  if (plain) {
+    out += '"';
+    out += s;
+    out += '"';
+  } else {
+    out += nlohmann::json(s).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  }
+}
 
 void format_sample(const Session& session, const OrderedSample& ref, ScriptFormat format,
                    std::vector<SymbolizedFrame>& frames, std::string& out) {
@@ -43,31 +87,205 @@ void format_sample(const Session& session, const OrderedSample& ref, ScriptForma
   const uint64_t off = known ? ip - leaf.symbol_start : 0;
   std::string_view comm = sym.comm(sample->pid, sample->tid, sample->time);
   if (format == ScriptFormat::kJson) {
-    nlohmann::ordered_json j{{"comm", comm},
-                             {"pid", sample->pid},
-                             {"tid", sample->tid},
-                             {"cpu", sample->cpu},
-                             {"time", sample->time},
-                             {"period", sample->period},
-                             {"ip", fmt::format("0x{:x}", ip)},
-                             {"sym", leaf.symbol},
-                             {"off", off},
-                             {"dso", leaf.dso}};
+    // {"comm":..,"pid":..,"tid":..,"cpu":..,"time":..,"period":..,"ip":"0x..",
+    //  "sym":..,"off":..,"dso":..[,"bpf_prog_id":..,"bpf_prog":..]}, as
+    // nlohmann::ordered_json dumps it.
+    out += "{\"comm\":";
+    append_json_string(out, comm);
+    out += ",\"pid\":";
+    append_uint(out, sample->pid);
+    out += ",\"tid\":";
+    append_uint(out, sample->tid);
+    out += ",\"cpu\":";
+    append_uint(out, sample->cpu);
+    out += ",\"time\":";
+    append_uint(out, sample->time);
+    out += ",\"period\":";
+    append_uint(out, sample->period);
+    out += ",\"ip\":\"0x";
+    append_hex(out, ip);
+    out += "\",\"sym\":";
+    append_json_string(out, leaf.symbol);
+    out += ",\"off\":";
+    append_uint(out, off);
+    out += ",\"dso\":";
+    append_json_string(out, leaf.dso);
     if (leaf.bpf_program != 0) {
       // Names repeat across program instances (same code, same tag): the id
       // says which instance ran.
       const symbols::BpfProgram& p = sym.bpf_programs()[leaf.bpf_program - 1];
-      j["bpf_prog_id"] = p.id;
-      j["bpf_prog"] = p.name;
+      out += ",\"bpf_prog_id\":";
+      append_uint(out, p.id);
+      out += ",\"bpf_prog\":";
+      append_json_string(out, p.name);
     }
-    out += j.dump();
-    out += '\n';
+    out += "}\n";
     return;
   }
-  std::string where = known ? fmt::format("{}+0x{:x}", leaf.symbol, off) : std::string(leaf.symbol);
-  out += fmt::format("{:>16} {:>7}/{:<7} [{:03}] {}.{:06}: {:16x} {} ({})\n", comm, sample->pid,
-                     sample->tid, sample->cpu, sample->time / 1000000000,
-                     sample->time % 1000000000 / 1000, ip, where, leaf.dso);
+  // "{:>16} {:>7}/{:<7} [{:03}] {}.{:06}: {:16x} {}+0x{:x} ({})\n" by hand.
+  // fmt pads by display width; for ASCII that is the byte count.
+  if (is_ascii(comm)) {
+    if (comm.size() < 16) out.append(16 - comm.size(), ' ');
+    out += comm;
+  } else {
+    fmt::format_to(std::back_inserter(out), "{:>16}", comm);
+  }
+  out += ' ';
+  append_uint(out, sample->pid, 7);
+  out += '/';
+  append_uint(out, sample->tid, 7, ' ', true);
+  out += " [";
+  append_uint(out, sample->cpu, 3, '0');
+  out += "] ";
+  append_uint(out, sample->time / 1000000000);
+  out += '.';
+  append_uint(out, sample->time % 1000000000 / 1000, 6, '0');
+  out += ": ";
+  append_hex(out, ip, 16);
+  out += ' ';
+  out += leaf.symbol;
+  if (known) {
+    out += "+0x";
+    append_hex(out, off);
+  }
+  out += " (";
+  out += leaf.dso;
+  out += ")\n";
+}
+
+// The walk (the caller's thread) fills batches; worker threads format them;
+// the walk writes each batch's text, in order, before it refills its slot.
+// So walking, formatting and writing overlap, and every buffer keeps its
+// capacity from batch to batch.
+class Pipeline {
+ public:
+  Pipeline(const Session& session, const ScriptOptions& options, std::FILE* out, unsigned workers)
+      : session_(session), format_(options.format), out_(out), slots_(workers + 2) {
+    for (Slot& s : slots_) s.texts.resize(workers);
+    for (unsigned i = 0; i < workers; i++) workers_.emplace_back([this] { work(); });
+  }
+  ~Pipeline() {
+    {
+      std::lock_guard lock(mu_);
+      stop_ = true;
+    }
+    work_cv_.notify_all();
+    for (std::thread& t : workers_) t.join();
+  }
+  Pipeline(const Pipeline&) = delete;
+  Pipeline& operator=(const Pipeline&) = delete;
+
+  // Copies the batch (its views end with the walk's callback) into the next
+  // slot, after writing what that slot held.
+  Status submit(std::span<const OrderedSample> batch);
+  // Writes every batch still in flight, in order.
+  Status finish();
+
+ private:
+  struct Slot {
+    RecordStore bytes;
+    std::vector<OrderedSample> samples;
+    std::vector<std::string> texts;  // one per part
+    size_t parts = 0;                // parts of samples handed out; 0 = slot empty
+    size_t parts_done = 0;           // guarded by mu_
+  };
+  struct Task {
+    Slot* slot;
+    size_t part;
+  };
+
+  void work();
+  // Waits for the slot's parts, writes their text and empties the slot.
+  Status drain(Slot& slot);
+
+  const Session& session_;
+  const ScriptFormat format_;
+  std::FILE* const out_;
+  std::vector<Slot> slots_;
+  size_t next_ = 0;  // the slot submit() fills next (slots are used in a ring)
+  std::mutex mu_;
+  std::condition_variable work_cv_, done_cv_;
+  std::deque<Task> tasks_;
+  bool stop_ = false;
+  std::vector<std::thread> workers_;
+};
+
+Status Pipeline::submit(std::span<const OrderedSample> batch) {
+  if (batch.empty()) return ok_status();
+  Slot& slot = slots_[next_];
+  next_ = (next_ + 1) % slots_.size();
+  BPFPROF_TRY(drain(slot));
+  slot.bytes.clear();
+  slot.samples.clear();
+  for (const OrderedSample& s : batch) slot.bytes.append(s.record.bytes);
+  size_t at = 0;
+  for (const OrderedSample& s : batch) {
+    OrderedSample copy = s;
+    copy.record.bytes = Bytes(slot.bytes.at(at), s.record.bytes.size());
+    at += s.record.bytes.size();
+    slot.samples.push_back(copy);
+  }
+  const size_t parts = std::min(slot.texts.size(), batch.size());
+  {
+    std::lock_guard lock(mu_);
+    slot.parts = parts;
+    slot.parts_done = 0;
+    for (size_t p = 0; p < parts; p++) tasks_.push_back(Task{&slot, p});
+  }
+  work_cv_.notify_all();
+  return ok_status();
+}
+
+Status Pipeline::drain(Slot& slot) {
+  if (slot.parts == 0) return ok_status();
+  {
+    std::unique_lock lock(mu_);
+    done_cv_.wait(lock, [&] { return slot.parts_done == slot.parts; });
+  }
+  const size_t parts = slot.parts;
+  slot.parts = 0;
+  for (size_t p = 0; p < parts; p++) {
+    const std::string& text = slot.texts[p];
+    if (std::fwrite(text.data(), 1, text.size(), out_) != text.size()) {
+      return make_sys_error("writing the script output", errno);
+    }
+  }
+  return ok_status();
+}
+
+Status Pipeline::finish() {
+  for (size_t i = 0; i < slots_.size(); i++) {
+    BPFPROF_TRY(drain(slots_[next_]));
+    next_ = (next_ + 1) % slots_.size();
+  }
+  return ok_status();
+}
+
+void Pipeline::work() {
+  std::vector<SymbolizedFrame> frames;
+  for (;;) {
+    Task task;
+    {
+      std::unique_lock lock(mu_);
+      work_cv_.wait(lock, [&] { return stop_ || !tasks_.empty(); });
+      if (tasks_.empty()) return;  // stopping, nothing left
+      task = tasks_.front();
+      tasks_.pop_front();
+    }
+    Slot& slot = *task.slot;
+    const size_t n = slot.samples.size(), per = (n + slot.parts - 1) / slot.parts;
+    const size_t begin = std::min(n, task.part * per), end = std::min(n, begin + per);
+    std::string& text = slot.texts[task.part];
+    text.clear();
+    for (size_t i = begin; i < end; i++) {
+      format_sample(session_, slot.samples[i], format_, frames, text);
+    }
+    {
+      std::lock_guard lock(mu_);
+      slot.parts_done++;
+    }
+    done_cv_.notify_all();
+  }
 }
 
 }  // namespace
@@ -75,31 +293,15 @@ void format_sample(const Session& session, const OrderedSample& ref, ScriptForma
 Status write_script(const Session& session, const ScriptOptions& options, std::FILE* out) {
   const unsigned threads = options.threads ? options.threads
                                            : std::max(1u, std::thread::hardware_concurrency());
-  std::vector<std::string> texts(threads);
-  std::vector<std::vector<SymbolizedFrame>> frames(threads);
-  Status walked = for_each_in_time_order(
-      session, kBatch, [&](std::span<const OrderedSample> batch) -> Status {
-        const size_t per = (batch.size() + threads - 1) / threads;
-        auto work = [&](unsigned t) {
-          texts[t].clear();
-          const size_t b = std::min(batch.size(), t * per), e = std::min(batch.size(), b + per);
-          for (size_t i = b; i < e; i++) {
-            format_sample(session, batch[i], options.format, frames[t], texts[t]);
-          }
-        };
-        std::vector<std::thread> pool;
-        for (unsigned t = 1; t < threads && t * per < batch.size(); t++) pool.emplace_back(work, t);
-        work(0);
-        for (std::thread& th : pool) th.join();
-        for (unsigned t = 0; t < threads; t++) {
-          if (t > 0 && t * per >= batch.size()) break;
-          if (std::fwrite(texts[t].data(), 1, texts[t].size(), out) != texts[t].size()) {
-            return make_sys_error("writing the script output", errno);
-          }
-        }
-        return ok_status();
-      });
-  if (!walked.ok()) return walked;
+  Status written = ok_status();
+  {
+    Pipeline pipeline(session, options, out, threads);
+    written = for_each_in_time_order(session, kBatch, [&](std::span<const OrderedSample> batch) {
+      return pipeline.submit(batch);
+    });
+    if (written.ok()) written = pipeline.finish();
+  }
+  if (!written.ok()) return written;
   if (std::fflush(out) != 0) return make_sys_error("writing the script output", errno);
   return ok_status();
 }

@@ -45,7 +45,9 @@ class RoundMerger {
   const bool flush_at_rounds_;
   RoundClock clock_;
   uint64_t seq_ = 0;
-  std::vector<std::byte> bytes_;
+  // Bytes of the pending and ready samples; spare_ receives the pending ones
+  // when ready ones are dropped (both keep their capacity).
+  RecordStore bytes_, spare_;
   std::vector<Entry> pending_, ready_;
   std::vector<OrderedSample> out_;
   Status failed_ = ok_status();
@@ -68,9 +70,7 @@ void RoundMerger::on_record(const perf::RecordView& r) {
   const std::optional<uint64_t> time = attr->layout.time_of(r);
   if (time) clock_.saw(*time);
   if (type != perf::kRecordSample) return;
-  const size_t at = bytes_.size();
-  bytes_.resize(at + r.bytes.size());
-  std::memcpy(bytes_.data() + at, r.bytes.data(), r.bytes.size());
+  const size_t at = bytes_.append(r.bytes);
   pending_.push_back(Entry{time.value_or(0), seq_++, at, r.offset, &attr->layout});
 }
 
@@ -96,8 +96,8 @@ Status RoundMerger::emit() {
     for (size_t k = i; k < end; k++) {
       const Entry& e = ready_[k];
       perf::RecordView v;
-      v.header = load_unaligned<perf::RecordHeader>(bytes_.data() + e.at);
-      v.bytes = Bytes(bytes_.data() + e.at, v.header.size);
+      v.header = load_unaligned<perf::RecordHeader>(bytes_.at(e.at));
+      v.bytes = Bytes(bytes_.at(e.at), v.header.size);
       v.offset = e.offset;
       out_.push_back(OrderedSample{v, e.layout});
     }
@@ -105,15 +105,12 @@ Status RoundMerger::emit() {
   }
   ready_.clear();
   // Compact: only the pending samples' bytes stay.
-  std::vector<std::byte> kept;
+  spare_.clear();
   for (Entry& e : pending_) {
-    const uint16_t size = load_unaligned<perf::RecordHeader>(bytes_.data() + e.at).size;
-    const size_t at = kept.size();
-    kept.insert(kept.end(), bytes_.begin() + static_cast<ptrdiff_t>(e.at),
-                bytes_.begin() + static_cast<ptrdiff_t>(e.at + size));
-    e.at = at;
+    const uint16_t size = load_unaligned<perf::RecordHeader>(bytes_.at(e.at)).size;
+    e.at = spare_.append(Bytes(bytes_.at(e.at), size));
   }
-  bytes_.swap(kept);
+  std::swap(bytes_, spare_);
   return ok_status();
 }
 
@@ -152,6 +149,14 @@ Status sorted_offsets(const Session& session, size_t batch, const OrderedBatchFn
 }
 
 }  // namespace
+
+void RecordStore::grow(size_t more) {
+  const size_t capacity = std::max({size_ + more, 2 * capacity_, size_t{1} << 16});
+  auto data = std::make_unique_for_overwrite<std::byte[]>(capacity);
+  if (size_ > 0) std::memcpy(data.get(), data_.get(), size_);
+  data_ = std::move(data);
+  capacity_ = capacity;
+}
 
 Status for_each_in_time_order(const Session& session, size_t batch, const OrderedBatchFn& fn) {
   batch = std::max<size_t>(batch, 1);

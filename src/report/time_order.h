@@ -12,7 +12,9 @@
 #pragma once
 
 #include <cstddef>
+#include <cstring>
 #include <functional>
+#include <memory>
 #include <span>
 
 #include "base/error.h"
@@ -20,6 +22,30 @@
 #include "report/session.h"
 
 namespace bpfprof::report {
+
+// Copies of records, back to back. clear() keeps the capacity and growing
+// does not zero the new bytes: a store refilled for every batch or round
+// costs no allocation (and no page faults) once it has grown.
+class RecordStore {
+ public:
+  // Copies `bytes` in; returns where they start (valid until clear()).
+  size_t append(Bytes bytes) {
+    if (capacity_ - size_ < bytes.size()) grow(bytes.size());
+    const size_t at = size_;
+    std::memcpy(data_.get() + at, bytes.data(), bytes.size());
+    size_ += bytes.size();
+    return at;
+  }
+  const std::byte* at(size_t offset) const { return data_.get() + offset; }
+  size_t size() const { return size_; }
+  void clear() { size_ = 0; }
+
+ private:
+  void grow(size_t more);
+
+  std::unique_ptr<std::byte[]> data_;
+  size_t size_ = 0, capacity_ = 0;
+};
 
 struct OrderedSample {
   perf::RecordView record;
