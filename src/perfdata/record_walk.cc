@@ -94,12 +94,26 @@ Status RecordWalker::walk_range(size_t begin, size_t end) {
   const FileReader& rd = reader_;
   const Bytes data = rd.file_.subspan(rd.data_offset_, rd.data_size_);
   size_t pos = begin;
+  perf::RecordView view;
   while (pos < end) {
-    auto r = perf::record_at(data, pos, rd.data_offset_);
-    if (!r.ok()) {
-      // A killed recorder may leave half a record at the end of the file.
-      if (rd.truncated_header_ && r.error().code == Errc::kTruncated) break;
-      return std::move(r).error();
+    const perf::RecordView* r = &view;
+    if (data.size() - pos >= sizeof(perf::RecordHeader)) {
+      view.header = load_unaligned<perf::RecordHeader>(data.data() + pos);
+    }
+    if (data.size() - pos >= sizeof(perf::RecordHeader) &&
+        view.header.size >= sizeof(perf::RecordHeader) && view.header.size <= data.size() - pos) {
+      // The common case without building a Result: a whole record.
+      view.offset = rd.data_offset_ + pos;
+      view.bytes = data.subspan(pos, view.header.size);
+    } else {
+      // record_at names what is wrong (and where).
+      auto checked = perf::record_at(data, pos, rd.data_offset_);
+      if (!checked.ok()) {
+        // A killed recorder may leave half a record at the end of the file.
+        if (rd.truncated_header_ && checked.error().code == Errc::kTruncated) break;
+        return std::move(checked).error();
+      }
+      view = *checked;
     }
     if (r->header.type == perf::kRecordCompressed) {
       if (ranged_) {

@@ -87,10 +87,12 @@ void KernelSymbols::build(std::string_view text) {
   }
   if (etext == 0) etext = kernel_map_.end;
   // Aliases at one address: the global name wins, then the first listed.
-  std::stable_sort(raw.begin(), raw.end(), [](const Raw& a, const Raw& b) {
+  auto before = [](const Raw& a, const Raw& b) {
     if (a.addr != b.addr) return a.addr < b.addr;
     return std::isupper(static_cast<unsigned char>(a.type)) > std::isupper(static_cast<unsigned char>(b.type));
-  });
+  };
+  // /proc/kallsyms is mostly in address order already: check before sorting.
+  if (!std::is_sorted(raw.begin(), raw.end(), before)) std::stable_sort(raw.begin(), raw.end(), before);
   raw.erase(std::unique(raw.begin(), raw.end(), [](const Raw& a, const Raw& b) { return a.addr == b.addr; }),
             raw.end());
 
