@@ -76,6 +76,7 @@ Result<FileReader> FileReader::open(const std::string& path) {
     r.mapping_ = std::shared_ptr<void>(p, [len](void* q) { ::munmap(q, len); });
     r.file_ = Bytes(static_cast<const std::byte*>(p), len);
     r.mapped_ = true;
+    r.fd_ = std::make_shared<const UniqueFd>(std::move(owned));
   } else {
     // A pipe cannot be mapped; the simplest correct thing is one copy.
     BPFPROF_ASSIGN_OR_RETURN(auto bytes, read_all(fd, name));

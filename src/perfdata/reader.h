@@ -17,6 +17,7 @@
 
 #include "base/byte_cursor.h"
 #include "base/error.h"
+#include "base/unique_fd.h"
 #include "perf/records.h"
 #include "perfdata/features.h"
 
@@ -78,10 +79,11 @@ class FileReader {
 
   // Calls fn(record, file_offset) for every record in file order, except the
   // pipe-mode header records (HEADER_ATTR, HEADER_FEATURE) and records of
-  // unknown types (counted in stats()). A COMPRESSED record is replaced by the
-  // records its payload decompresses to; their bytes live in a buffer that is
-  // valid only during the callback (copy what you keep), and their offset (and
-  // file_offset) is that of the COMPRESSED record where they start. Stops at
+  // unknown types (counted in stats()). Views are valid only during the
+  // callback (copy what you keep): an opened file is read in pieces with
+  // pread, not through the mapping. A COMPRESSED record is replaced by the
+  // records its payload decompresses to; their offset (and file_offset) is
+  // that of the COMPRESSED record where they start. Stops at
   // the first malformed record with an error naming its offset. Not
   // thread-safe (it updates stats()).
   Status for_each_record(const std::function<void(const perf::RecordView&, uint64_t)>& fn) const;
@@ -113,6 +115,10 @@ class FileReader {
   std::shared_ptr<void> mapping_;  // keeps the mmap or the stdin copy alive
   Bytes file_;
   bool mapped_ = false;            // file_ is the mmap (drop_pages may apply)
+  // The open file behind the mapping: record walks read it with pread into
+  // a small buffer instead of touching the mapping (no page faults, no
+  // mapped pages to drop). Shared: readers are moved, walks run in parallel.
+  std::shared_ptr<const UniqueFd> fd_;
   bool pipe_mode_ = false;
   std::vector<FileAttr> attrs_;
   uint64_t features_bitmap_[4] = {};

@@ -7,7 +7,10 @@
 // partial record (< 64 KiB) is kept between steps.
 #include <zstd.h>
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <memory>
 
@@ -22,6 +25,9 @@ namespace {
 
 constexpr size_t kMaxRecord = 65535;
 constexpr size_t kWindow = 256 << 10;
+// Plain files are read in pieces of this size: a few times the largest
+// record, small enough to stay in the CPU's cache while it is parsed.
+constexpr size_t kReadWindow = 512 << 10;
 // Bound on one COMPRESSED record's output: perf never puts more than its
 // comp_mmap_len of ring data behind one; without the feature, a generous cap
 // that still stops a hostile stream from expanding forever.
@@ -46,6 +52,15 @@ class RecordWalker {
   Status walk_range(size_t begin, size_t end);
 
  private:
+  // walk_range over a plain file read with pread (FileReader::fd_).
+  Status read_range(size_t begin, size_t end);
+  // Makes data bytes [pos, pos + n) available in read_buf_ (n <= kReadWindow);
+  // false if the data section (or the file) ends first.
+  Result<bool> fill(size_t pos, size_t n);
+  // One whole record at data byte `pos`: COMPRESSED records are decompressed,
+  // others delivered; `pos` moves past it and any payload that follows it.
+  // False: stop the walk (a killed recorder's cut-off tail).
+  Result<bool> step(const perf::RecordView& r, size_t& pos);
   // Hands one whole record to the callback, or counts it as skipped.
   void deliver(const perf::RecordView& r, uint64_t at, bool nested);
   Status decompress(const perf::RecordView& r);
@@ -57,6 +72,8 @@ class RecordWalker {
   const RecordFn& fn_;
   std::unique_ptr<ZSTD_DStream, DStreamFree> zstd_;
   std::vector<std::byte> window_;
+  std::vector<std::byte> read_buf_;
+  size_t read_at_ = 0, read_len_ = 0;  // data bytes [read_at_, read_at_ + read_len_) are in read_buf_
   size_t have_ = 0;         // bytes of the window holding output not yet handed out
   uint64_t skip_ = 0;       // trailing payload of a decompressed record still to drop
   uint64_t stream_pos_ = 0; // decompressed bytes handed out or dropped so far
@@ -90,13 +107,36 @@ Status RecordWalker::walk() {
   return finish();
 }
 
+Result<bool> RecordWalker::step(const perf::RecordView& r, size_t& pos) {
+  const FileReader& rd = reader_;
+  if (r.header.type == perf::kRecordCompressed) {
+    if (ranged_) {
+      return make_error_at(Errc::kUnsupported, r.offset,
+                           "COMPRESSED record in a ranged walk (one zstd stream: walk it whole)");
+    }
+    BPFPROF_TRY(decompress(r));
+  } else {
+    deliver(r, r.offset, false);
+  }
+  pos += r.header.size;
+  const uint64_t extra = trailing_payload(r.header.type, r.bytes);
+  if (extra > rd.data_size_ - pos) {
+    if (rd.truncated_header_) return false;
+    return make_error_at(Errc::kTruncated, rd.data_offset_ + pos,
+                         "payload of " + std::to_string(extra) +
+                             " bytes after the record exceeds the data section");
+  }
+  pos += static_cast<size_t>(extra);
+  return true;
+}
+
 Status RecordWalker::walk_range(size_t begin, size_t end) {
   const FileReader& rd = reader_;
+  if (rd.fd_) return read_range(begin, end);
   const Bytes data = rd.file_.subspan(rd.data_offset_, rd.data_size_);
   size_t pos = begin;
   perf::RecordView view;
   while (pos < end) {
-    const perf::RecordView* r = &view;
     if (data.size() - pos >= sizeof(perf::RecordHeader)) {
       view.header = load_unaligned<perf::RecordHeader>(data.data() + pos);
     }
@@ -115,24 +155,63 @@ Status RecordWalker::walk_range(size_t begin, size_t end) {
       }
       view = *checked;
     }
-    if (r->header.type == perf::kRecordCompressed) {
-      if (ranged_) {
-        return make_error_at(Errc::kUnsupported, r->offset,
-                             "COMPRESSED record in a ranged walk (one zstd stream: walk it whole)");
+    BPFPROF_ASSIGN_OR_RETURN(bool go_on, step(view, pos));
+    if (!go_on) break;
+  }
+  return ok_status();
+}
+
+Result<bool> RecordWalker::fill(size_t pos, size_t n) {
+  const FileReader& rd = reader_;
+  if (pos >= read_at_ && pos - read_at_ + n <= read_len_) return true;
+  if (read_buf_.empty()) read_buf_.resize(kReadWindow);
+  const size_t want = std::min(kReadWindow, rd.data_size_ - pos);
+  size_t got = 0;
+  while (got < want) {
+    const ssize_t r = ::pread(rd.fd_->get(), read_buf_.data() + got, want - got,
+                              static_cast<off_t>(rd.data_offset_ + pos + got));
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      return make_sys_error("reading the data section at byte offset " +
+                                std::to_string(rd.data_offset_ + pos + got),
+                            errno);
+    }
+    if (r == 0) break;  // the file became shorter than its header says
+    got += static_cast<size_t>(r);
+  }
+  read_at_ = pos;
+  read_len_ = got;
+  return n <= got;
+}
+
+Status RecordWalker::read_range(size_t begin, size_t end) {
+  const FileReader& rd = reader_;
+  size_t pos = begin;
+  perf::RecordView view;
+  while (pos < end) {
+    BPFPROF_ASSIGN_OR_RETURN(bool have_header, fill(pos, sizeof(perf::RecordHeader)));
+    bool whole = false;
+    if (have_header) {
+      view.header = load_unaligned<perf::RecordHeader>(read_buf_.data() + (pos - read_at_));
+      if (view.header.size >= sizeof(perf::RecordHeader)) {
+        BPFPROF_ASSIGN_OR_RETURN(whole, fill(pos, view.header.size));
       }
-      BPFPROF_TRY(decompress(*r));
+    }
+    const Bytes held(read_buf_.data() + (pos - read_at_), read_len_ - (pos - read_at_));
+    if (whole) {
+      view.offset = rd.data_offset_ + pos;
+      view.bytes = held.first(view.header.size);
     } else {
-      deliver(*r, r->offset, false);
+      // What is held from pos is all there is: record_at names what is wrong.
+      auto checked = perf::record_at(held, 0, rd.data_offset_ + pos);
+      if (checked.ok()) {
+        return make_error_at(Errc::kInternal, rd.data_offset_ + pos, "record walk lost its window");
+      }
+      if (rd.truncated_header_ && checked.error().code == Errc::kTruncated) break;
+      return std::move(checked).error();
     }
-    pos += r->header.size;
-    const uint64_t extra = trailing_payload(r->header.type, r->bytes);
-    if (extra > data.size() - pos) {
-      if (rd.truncated_header_) break;
-      return make_error_at(Errc::kTruncated, rd.data_offset_ + pos,
-                           "payload of " + std::to_string(extra) +
-                               " bytes after the record exceeds the data section");
-    }
-    pos += static_cast<size_t>(extra);
+    BPFPROF_ASSIGN_OR_RETURN(bool go_on, step(view, pos));
+    if (!go_on) break;
   }
   return ok_status();
 }
