@@ -9,6 +9,8 @@
 #include <cerrno>
 #include <cstring>
 #include <memory>
+#include <span>
+#include <type_traits>
 #include <string>
 
 namespace bpfprof::bpf {
@@ -42,6 +44,7 @@ constexpr ArraySpec kArrays[] = {
      BPF_TAG_SIZE},
 };
 constexpr size_t kNumArrays = sizeof kArrays / sizeof kArrays[0];
+static_assert(kNumArrays == std::extent_v<decltype(ReadBuffers::arrays)>);
 
 // Every pointer field of bpf_prog_info, including arrays we never request.
 constexpr __u64 bpf_prog_info::*kPointerFields[] = {
@@ -51,6 +54,9 @@ constexpr __u64 bpf_prog_info::*kPointerFields[] = {
     &bpf_prog_info::line_info,        &bpf_prog_info::jited_line_info,
     &bpf_prog_info::prog_tags,
 };
+
+// The first BTF read's buffer: a program's BTF fits (a few KiB), vmlinux's does not.
+constexpr size_t kBtfFirstRead = 64 * 1024;
 
 // Guard against absurd counts from a confused kernel before allocating.
 constexpr size_t kMaxArrayBytes = size_t{1} << 30;
@@ -70,11 +76,11 @@ Status get_info(int fd, bpf_prog_info& info, const char* phase) {
   return ok_status();
 }
 
-// Copies `bytes` from a filled buffer into a typed vector of `count` elements.
+// Copies the filled bytes of a buffer into a vector of whole elements.
 template <class T>
-std::vector<T> to_vector(const std::vector<std::byte>& buf, uint32_t count) {
-  std::vector<T> out(count);
-  if (count) std::memcpy(out.data(), buf.data(), count * sizeof(T));
+std::vector<T> to_vector(std::span<const std::byte> filled) {
+  std::vector<T> out(filled.size() / sizeof(T));
+  if (!out.empty()) std::memcpy(out.data(), filled.data(), out.size() * sizeof(T));
   return out;
 }
 
@@ -116,17 +122,31 @@ bpf_prog_info default_capacity() {
   return want;
 }
 
-Result<ProgInfo> read_prog_info(int prog_fd) { return read_prog_info(prog_fd, default_capacity()); }
+Result<ProgInfo> read_prog_info(int prog_fd) {
+  ReadBuffers buffers;
+  return read_prog_info(prog_fd, default_capacity(), buffers);
+}
 
 Result<ProgInfo> read_prog_info(int prog_fd, const bpf_prog_info& capacity) {
+  ReadBuffers buffers;
+  return read_prog_info(prog_fd, capacity, buffers);
+}
+
+Result<ProgInfo> read_prog_info(int prog_fd, ReadBuffers& buffers) {
+  return read_prog_info(prog_fd, default_capacity(), buffers);
+}
+
+Result<ProgInfo> read_prog_info(int prog_fd, const bpf_prog_info& capacity, ReadBuffers& buffers) {
   // The kernel fills min(capacity, actual) elements of each array and reports
   // the actual counts, so one call with generous capacities usually does; a
   // larger program takes a second call with the exact counts. (The enricher
   // runs this for every program loaded during a recording: each bpf() call
-  // saved is CPU the recorder does not spend.)
+  // saved is CPU the recorder does not spend, and so is each buffer it need
+  // not allocate and zero: they are the caller's, only ever grown, and never
+  // read beyond what the kernel reports it wrote.)
   bpf_prog_info want = capacity;
   bpf_prog_info second{};
-  std::vector<std::byte> bufs[kNumArrays];
+  std::vector<std::byte>* bufs = buffers.arrays;
   std::string who = "program on fd " + std::to_string(prog_fd);
   bool complete = false;
   for (int attempt = 0; attempt < 2 && !complete; ++attempt) {
@@ -140,7 +160,7 @@ Result<ProgInfo> read_prog_info(int prog_fd, const bpf_prog_info& capacity) {
         return make_error(Errc::kBadRecord, who + ": " + a.name + " of " + std::to_string(count) +
                                                 " x " + std::to_string(rec) + " bytes is too large");
       }
-      bufs[i].assign(bytes, std::byte{0});
+      if (bufs[i].size() < bytes) bufs[i].resize(bytes);
       second.*a.count = count;
       if (a.rec_size) second.*a.rec_size = rec;
       second.*a.ptr = count ? reinterpret_cast<uintptr_t>(bufs[i].data()) : 0;
@@ -162,22 +182,23 @@ Result<ProgInfo> read_prog_info(int prog_fd, const bpf_prog_info& capacity) {
     return make_error(Errc::kInternal,
                       who + ": arrays changed between two bpf_obj_get_info_by_fd calls");
   }
-  for (size_t i = 0; i < kNumArrays; ++i) {
-    bufs[i].resize(size_t{second.*kArrays[i].count} * rec_size_of(kArrays[i], second));
-  }
   if (second.jited_line_info_rec_size != 0 && second.jited_line_info_rec_size != sizeof(uint64_t)) {
     return make_error(Errc::kUnsupported, who + ": jited_line_info_rec_size " +
                                               std::to_string(second.jited_line_info_rec_size));
   }
+  // Exactly what the kernel wrote, each in an allocation of its own size.
+  auto filled = [&](size_t i) {
+    const size_t n = size_t{second.*kArrays[i].count} * rec_size_of(kArrays[i], second);
+    return std::span<const std::byte>(bufs[i].data(), n);
+  };
   ProgInfo out;
-  out.jited_insns.resize(bufs[0].size());
-  if (!bufs[0].empty()) std::memcpy(out.jited_insns.data(), bufs[0].data(), bufs[0].size());
-  out.jited_ksyms = to_vector<uint64_t>(bufs[1], second.nr_jited_ksyms);
-  out.jited_func_lens = to_vector<uint32_t>(bufs[2], second.nr_jited_func_lens);
-  out.func_info = std::move(bufs[3]);
-  out.line_info = std::move(bufs[4]);
-  out.jited_line_info = to_vector<uint64_t>(bufs[5], second.nr_jited_line_info);
-  out.prog_tags = to_vector<Tag>(bufs[6], second.nr_prog_tags);
+  out.jited_insns = to_vector<uint8_t>(filled(0));
+  out.jited_ksyms = to_vector<uint64_t>(filled(1));
+  out.jited_func_lens = to_vector<uint32_t>(filled(2));
+  out.func_info = to_vector<std::byte>(filled(3));
+  out.line_info = to_vector<std::byte>(filled(4));
+  out.jited_line_info = to_vector<uint64_t>(filled(5));
+  out.prog_tags = to_vector<Tag>(filled(6));
   for (auto field : kPointerFields) second.*field = 0;
   out.info = second;
   return out;
@@ -197,27 +218,36 @@ Result<ProgInfo> read_prog_info(int prog_fd, const std::vector<KallsymsEntry>& k
 }
 
 Result<BtfBlob> read_btf(uint32_t btf_id) {
+  ReadBuffers buffers;
+  return read_btf(btf_id, buffers);
+}
+
+Result<BtfBlob> read_btf(uint32_t btf_id, ReadBuffers& buffers) {
   // Straight from the kernel: the recorder stores BTF and never needs
   // libbpf's parsed form. The kernel copies min(buffer, size) bytes and
   // reports the full size, so a program's BTF (a few KiB) takes one call and
-  // a larger one a second.
+  // a larger one a second. The blob is copied out at its size: a recording
+  // keeps one per program loaded.
   const std::string who = "BTF " + std::to_string(btf_id);
   UniqueFd fd(bpf_btf_get_fd_by_id(btf_id));
   if (!fd.valid()) return make_sys_error("bpf_btf_get_fd_by_id " + std::to_string(btf_id), errno);
-  BtfBlob blob;
-  blob.id = btf_id;
-  blob.data.resize(64 * 1024);
+  std::vector<std::byte>& buf = buffers.btf;
+  if (buf.size() < kBtfFirstRead) buf.resize(kBtfFirstRead);
   for (int attempt = 0; attempt < 2; ++attempt) {
     bpf_btf_info info{};
-    info.btf = reinterpret_cast<uintptr_t>(blob.data.data());
-    info.btf_size = static_cast<__u32>(blob.data.size());
+    info.btf = reinterpret_cast<uintptr_t>(buf.data());
+    info.btf_size = static_cast<__u32>(buf.size());
     __u32 len = sizeof info;
     if (bpf_obj_get_info_by_fd(fd.get(), &info, &len) != 0) {
       return make_sys_error("bpf_obj_get_info_by_fd of " + who, errno);
     }
-    const bool fitted = info.btf_size <= blob.data.size();
-    blob.data.resize(info.btf_size);
-    if (fitted) return blob;
+    if (info.btf_size <= buf.size()) {
+      BtfBlob blob;
+      blob.id = btf_id;
+      blob.data.assign(buf.begin(), buf.begin() + info.btf_size);
+      return blob;
+    }
+    buf.resize(info.btf_size);
   }
   return make_error(Errc::kInternal, who + " changed size between two reads");
 }

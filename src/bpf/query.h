@@ -3,6 +3,7 @@
 // these; a report never does (DESIGN rule 1).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -19,6 +20,15 @@ struct KallsymsEntry {
   std::string name;
 };
 
+// Buffers the kernel fills in read_prog_info / read_btf, kept by a caller that
+// reads many programs (the enricher) so each read neither allocates nor
+// zero-fills them again: the results are copied out at their exact sizes.
+// Grows to the largest program seen; one per thread.
+struct ReadBuffers {
+  std::vector<std::byte> arrays[7];  // one per bpf_prog_info array bpfprof stores
+  std::vector<std::byte> btf;
+};
+
 // Ids of all loaded programs (BPF_PROG_GET_NEXT_ID).
 Result<std::vector<uint32_t>> list_prog_ids();
 // A reference to program `id`; kNotFound if it is gone.
@@ -31,6 +41,9 @@ Result<ProgInfo> read_prog_info(int prog_fd);
 // The same with the first call's array capacities taken from `capacity`'s
 // counts and record sizes (a second call follows where they were too small).
 Result<ProgInfo> read_prog_info(int prog_fd, const bpf_prog_info& capacity);
+// The same as read_prog_info(fd) / (fd, capacity), the kernel writing into `buffers`.
+Result<ProgInfo> read_prog_info(int prog_fd, ReadBuffers& buffers);
+Result<ProgInfo> read_prog_info(int prog_fd, const bpf_prog_info& capacity, ReadBuffers& buffers);
 // The capacities read_prog_info(fd) starts with.
 bpf_prog_info default_capacity();
 // As above, plus ksym_names: taken from `kallsyms` where it has them and
@@ -40,6 +53,8 @@ Result<ProgInfo> read_prog_info(int prog_fd, const std::vector<KallsymsEntry>& k
                                 const BtfBlob* btf);
 // Raw BTF of object `btf_id`, exactly as the kernel returns it (not parsed).
 Result<BtfBlob> read_btf(uint32_t btf_id);
+// The same, the kernel writing into `buffers` (the blob gets the exact size).
+Result<BtfBlob> read_btf(uint32_t btf_id, ReadBuffers& buffers);
 
 // A program's run statistics (bpf_prog_info.run_cnt / run_time_ns). The
 // kernel counts only while BPF_STATS_RUN_TIME is enabled (enable_run_stats).

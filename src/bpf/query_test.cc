@@ -175,6 +175,39 @@ TEST_F(QueryTest, ReadLargeBtfTakesASecondCall) {
   EXPECT_EQ(size_t{hdr_len} + std::max(type_off + type_len, str_off + str_len), btf->data.size());
 }
 
+// The enricher reads every program into the same buffers: results must not
+// depend on what was read before (a larger program's bytes left behind, a
+// smaller one's buffers grown), and what is kept is only what the kernel wrote
+// (a recording keeps one copy per program loaded: no 64 KiB read buffer each).
+TEST_F(QueryTest, ReusedBuffersGiveExactResults) {
+  ProgInfo m = info_of(main_fd_);
+  ProgInfo s = info_of(single_fd_);
+  ReadBuffers buffers;
+  for (int fd : {main_fd_, single_fd_, main_fd_}) {
+    auto again = read_prog_info(fd, buffers);
+    ASSERT_TRUE(again.ok()) << again.error().to_string();
+    const ProgInfo& want = fd == main_fd_ ? m : s;
+    EXPECT_EQ(again->jited_insns, want.jited_insns);
+    EXPECT_EQ(again->jited_ksyms, want.jited_ksyms);
+    EXPECT_EQ(again->jited_func_lens, want.jited_func_lens);
+    EXPECT_EQ(again->func_info, want.func_info);
+    EXPECT_EQ(again->line_info, want.line_info);
+    EXPECT_EQ(again->jited_line_info, want.jited_line_info);
+    EXPECT_EQ(again->prog_tags, want.prog_tags);
+    EXPECT_EQ(std::memcmp(&again->info, &want.info, sizeof want.info), 0);
+  }
+  // A large BTF (vmlinux) through the same buffers, then the program's again.
+  auto small = read_btf(m.info.btf_id);
+  ASSERT_TRUE(small.ok()) << small.error().to_string();
+  auto vmlinux = read_btf(1, buffers);
+  ASSERT_TRUE(vmlinux.ok()) << vmlinux.error().to_string();
+  auto again = read_btf(m.info.btf_id, buffers);
+  ASSERT_TRUE(again.ok()) << again.error().to_string();
+  EXPECT_EQ(again->data, small->data);
+  EXPECT_LT(again->data.capacity(), 2 * again->data.size() + 64) << "kept at its size";
+  EXPECT_LT(small->data.capacity(), 2 * small->data.size() + 64) << "kept at its size";
+}
+
 TEST_F(QueryTest, ReadBtfOfMissingIdFails) {
   auto btf = read_btf(0xfffffff0u);
   ASSERT_FALSE(btf.ok());

@@ -169,6 +169,43 @@ TEST_F(RoundTripTest, AttrIdsEditableBeforeFirstAppend) {
   EXPECT_EQ(n, 1);
 }
 
+// Large appends (a recorder's ring contents) bypass the buffer: they must
+// still land after what was buffered before them, and before what follows.
+TEST_F(RoundTripTest, LargeAppendsKeepOrder) {
+  const std::string path = dir_.file("order.data");
+  auto w = FileWriter::create(path, test::two_attrs());
+  ASSERT_TRUE(w.ok());
+  uint64_t t = 0;
+  auto samples = [&](size_t n) {
+    ByteVec out;
+    for (size_t i = 0; i < n; i++) {
+      const ByteVec one = sample(101, ++t);
+      out.insert(out.end(), one.begin(), one.end());
+    }
+    return out;
+  };
+  ASSERT_TRUE(w->append(samples(1)).ok());
+  const ByteVec large = samples(3000);
+  ASSERT_GT(large.size(), 128u << 10);
+  ASSERT_TRUE(w->append(large).ok());
+  ASSERT_TRUE(w->append(samples(2)).ok());
+  ASSERT_TRUE(w->finish_round().ok());
+  ASSERT_TRUE(w->append(large).ok());  // nothing buffered before it
+  ASSERT_TRUE(w->close({}).ok());
+  auto r = FileReader::open(path);
+  ASSERT_TRUE(r.ok()) << r.error().to_string();
+  auto layout = perf::SampleLayout::from_attr(r->attrs()[0].attr);
+  ASSERT_TRUE(layout.ok());
+  std::vector<uint64_t> times;
+  ASSERT_TRUE(r->for_each_record([&](const perf::RecordView& v, uint64_t) {
+                 if (v.header.type != perf::kRecordSample) return;
+                 if (auto time = layout->time_of(v)) times.push_back(*time);
+               }).ok());
+  ASSERT_EQ(times.size(), 3003u + 3000u);
+  for (uint64_t i = 0; i < 3003; i++) ASSERT_EQ(times[i], i + 1) << "record " << i;
+  for (uint64_t i = 0; i < 3000; i++) ASSERT_EQ(times[3003 + i], i + 2) << "record " << 3003 + i;
+}
+
 TEST_F(RoundTripTest, KilledRecorderLeavesReadableFile) {
   const std::string path = dir_.file("killed.data");
   {

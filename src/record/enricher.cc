@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <deque>
+#include <unordered_set>
 
 #include "bpf/query.h"
 #include "perf/event_open.h"
@@ -99,9 +100,12 @@ struct Enricher::Worker {
   std::deque<Pending> pending;
   std::vector<EnrichedProgram> programs;
   uint64_t lost = 0, errors = 0;
-  std::map<uint32_t, bpf::ProgInfo> infos;
-  std::map<uint32_t, bpf::BtfBlob> btfs;
-  std::set<uint32_t> btf_missing;
+  // Kept in arrival order and put in maps by stop(): tree walks over a
+  // thousand cold nodes per program showed in the enricher's profile.
+  std::vector<bpf::ProgInfo> infos;
+  std::vector<bpf::BtfBlob> btfs;
+  std::unordered_set<uint32_t> btf_seen;  // read, or failed to read
+  bpf::ReadBuffers buffers;  // the kernel writes infos and BTF here; copied out at size
   RunStatsTable stats;
 
   void run(int stop_fd);
@@ -189,16 +193,12 @@ void Enricher::Worker::grab() {
 
 void Enricher::Worker::read_info(Pending& item) {
   EnrichedProgram& p = item.program;
-  auto info = bpf::read_prog_info(item.fd.get());
+  auto info = bpf::read_prog_info(item.fd.get(), buffers);
   // The BTF while the program still pins it (once per BTF id), then let go.
   const uint32_t btf_id = info.ok() ? info->info.btf_id : 0;
-  if (btf_id && !btfs.count(btf_id) && !btf_missing.count(btf_id)) {
-    auto btf = bpf::read_btf(btf_id);
-    if (btf.ok()) {
-      btfs.emplace(btf_id, std::move(btf).value());
-    } else {
-      btf_missing.insert(btf_id);
-    }
+  if (btf_id && btf_seen.insert(btf_id).second) {
+    auto btf = bpf::read_btf(btf_id, buffers);
+    if (btf.ok()) btfs.push_back(std::move(btf).value());
   }
   item.fd.reset();
   p.released_ns = monotonic_ns();
@@ -212,7 +212,7 @@ void Enricher::Worker::read_info(Pending& item) {
   }
   // No names here: in the file they come from the kernel's KSYMBOL records.
   p.enriched = true;
-  infos.emplace(p.id, std::move(info).value());
+  infos.push_back(std::move(info).value());
   programs.push_back(p);
 }
 
@@ -291,8 +291,11 @@ void Enricher::stop() {
     stats_.lost += w->lost;
     stats_.errors += w->errors;
     stats_.programs.insert(stats_.programs.end(), w->programs.begin(), w->programs.end());
-    infos_.merge(w->infos);
-    btfs_.merge(w->btfs);
+    // An id in two workers (a BTF shared by programs loaded on two CPUs): the first.
+    for (bpf::ProgInfo& info : w->infos) infos_.emplace(info.id(), std::move(info));
+    for (bpf::BtfBlob& btf : w->btfs) btfs_.emplace(btf.id, std::move(btf));
+    w->infos.clear();
+    w->btfs.clear();
     run_stats_.merge(w->stats);
   }
   std::sort(stats_.programs.begin(), stats_.programs.end(),

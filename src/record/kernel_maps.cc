@@ -15,6 +15,10 @@
 namespace bpfprof::record {
 namespace {
 
+// /proc/kallsyms is 5-15 MB on common kernels: reserved, only what is read
+// becomes resident.
+constexpr size_t kKallsymsSizeHint = 32 << 20;
+
 std::string_view next_field(std::string_view& s) {
   size_t b = s.find_first_not_of(" \t");
   if (b == std::string_view::npos) {
@@ -125,6 +129,9 @@ Result<KernelText> read_kernel_text(const std::string& path) {
 
 KallsymsScan scan_kallsyms(std::string_view kallsyms) {
   KallsymsScan scan;
+  // A subset of the input: one allocation, no copies as it grows (only the
+  // pages written become resident).
+  scan.text_symbols.reserve(kallsyms.size());
   KernelText text;
   bool have_text = false, have_stext = false, done = false;
   uint64_t stext = 0;
@@ -151,7 +158,7 @@ KallsymsScan scan_kallsyms(std::string_view kallsyms) {
 }
 
 Result<KallsymsScan> read_kallsyms(const std::string& path) {
-  BPFPROF_ASSIGN_OR_RETURN(std::string text, read_text_file(path));
+  BPFPROF_ASSIGN_OR_RETURN(std::string text, read_text_file(path, kKallsymsSizeHint));
   return scan_kallsyms(text);
 }
 
@@ -179,10 +186,11 @@ std::vector<ModuleMap> read_modules(const std::string& path) {
   return parse_modules(*text);
 }
 
-Result<std::string> read_text_file(const std::string& path) {
+Result<std::string> read_text_file(const std::string& path, size_t size_hint) {
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (!fd.valid()) return make_sys_error("open " + path, errno);
   std::string out;
+  out.reserve(size_hint);
   char buf[65536];
   for (;;) {
     ssize_t n = ::read(fd.get(), buf, sizeof buf);

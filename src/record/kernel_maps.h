@@ -61,6 +61,8 @@ std::vector<ModuleMap> parse_modules(std::string_view text);
 std::vector<ModuleMap> read_modules(const std::string& path = "/proc/modules");
 
 // Whole small file (procfs files report size 0, so read until EOF).
-Result<std::string> read_text_file(const std::string& path);
+// `size_hint`: bytes to reserve first (a /proc file reports no size; growing
+// a large one by copies costs page faults on every new buffer).
+Result<std::string> read_text_file(const std::string& path, size_t size_hint = 0);
 
 }  // namespace bpfprof::record

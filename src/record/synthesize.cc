@@ -156,6 +156,7 @@ Result<BpfSynthesis> synthesize_bpf(SynthBuffer& out, const std::vector<bpf::Kal
   std::map<uint32_t, bpf::ProgInfo> infos;
   std::map<uint32_t, bpf::BtfBlob> btfs;
   std::vector<uint32_t> present;
+  bpf::ReadBuffers buffers;
   for (uint32_t id : *ids) {
     auto fd = bpf::prog_fd_by_id(id);
     if (!fd.ok()) {
@@ -165,11 +166,11 @@ Result<BpfSynthesis> synthesize_bpf(SynthBuffer& out, const std::vector<bpf::Kal
       }
       return explain_bpf_error(std::move(fd).error());
     }
-    auto info = bpf::read_prog_info(fd->get());
+    auto info = bpf::read_prog_info(fd->get(), buffers);
     if (!info.ok()) return explain_bpf_error(std::move(info).error());
     const uint32_t btf_id = info->info.btf_id;
     if (btf_id && !btfs.count(btf_id)) {
-      if (auto btf = bpf::read_btf(btf_id); btf.ok()) btfs.emplace(btf_id, std::move(btf).value());
+      if (auto btf = bpf::read_btf(btf_id, buffers); btf.ok()) btfs.emplace(btf_id, std::move(btf).value());
     }
     fd->reset();
     auto btf_it = btfs.find(btf_id);
