@@ -135,7 +135,8 @@ std::string render_annotate_json(const Annotation& a) {
            {"arch", a.arch},
            {"samples", a.total_samples},
            {"programs", std::move(programs)}};
-  return out.dump(2) + "\n";
+  // Invalid UTF-8 in recorded names or BTF source text becomes U+FFFD.
+  return out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
 }  // namespace bpfprof::report

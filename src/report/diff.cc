@@ -131,7 +131,8 @@ std::string render_diff_json(const Diff& d) {
   j["after"] = {{"file", d.after_path}, {"samples", d.after_total}};
   j["programs"] = entries_json(d.programs, "tag");
   j["symbols"] = entries_json(d.symbols, "dso");
-  return j.dump(2) + "\n";
+  // Invalid UTF-8 in recorded names becomes U+FFFD (see render_json).
+  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
 }  // namespace bpfprof::report

@@ -13,6 +13,7 @@
 
 #include <fmt/format.h>
 
+#include "base/utf8.h"
 #include "profile/group.h"
 #include "proto/profile.pb.h"
 #include "report/gzip.h"
@@ -89,7 +90,8 @@ struct PprofBuilder::Impl {
     auto it = strings.find(std::string(s));
     if (it != strings.end()) return it->second;
     int64_t id = p.string_table_size();
-    p.add_string_table(std::string(s));
+    // profile.proto strings must be UTF-8; recorded names may not be.
+    p.add_string_table(valid_utf8(s));
     strings.emplace(std::string(s), id);
     return id;
   }

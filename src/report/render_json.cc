@@ -143,7 +143,9 @@ std::string render_json(const ReportData& d, const RenderOptions& o) {
   Json diag = Json::object();
   for (const auto& [name, value] : d.profile.counters()) diag[name] = value;
   j["diagnostics"] = std::move(diag);
-  return j.dump(2) + "\n";
+  // Names come from the recording (comms cut at 15 bytes by the kernel may end
+  // inside a UTF-8 character): invalid bytes become U+FFFD instead of aborting.
+  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
 }  // namespace bpfprof::report

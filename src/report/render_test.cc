@@ -139,5 +139,26 @@ TEST_F(RenderTest, JsonEntriesForOtherKeysAndCallers) {
   EXPECT_FALSE(j["symbols"][0].contains("callers"));
 }
 
+// The kernel cuts comms at 15 bytes, possibly inside a UTF-8 character; such
+// names must not abort the JSON output.
+TEST_F(RenderTest, JsonReplacesInvalidUtf8InNames) {
+  auto& p = d_.profile;
+  const std::string cut = "aaaaaaaaaaaaaa\xc3";  // "...ü" cut after its first byte
+  auto f = p.add_frame({"bad\xff", "/usr/bin/w", "", FrameKind::kUser});
+  p.add_sample(p.add_stack({f}), {9, 9, cut}, 100, 1);
+  RenderOptions o;
+  o.keys = {SortKey::kComm, SortKey::kSym};
+  std::string out;
+  ASSERT_NO_THROW(out = render_json(d_, o));
+  auto j = nlohmann::json::parse(out);
+  bool comm_seen = false, sym_seen = false;
+  for (const auto& e : j["entries"]) {
+    if (e["comm"] == "aaaaaaaaaaaaaa\xef\xbf\xbd") comm_seen = true;
+    if (e["sym"] == "bad\xef\xbf\xbd") sym_seen = true;
+  }
+  EXPECT_TRUE(comm_seen) << out;
+  EXPECT_TRUE(sym_seen) << out;
+}
+
 }  // namespace
 }  // namespace bpfprof::report
