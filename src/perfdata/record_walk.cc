@@ -52,11 +52,10 @@ class RecordWalker {
   Status walk_range(size_t begin, size_t end);
 
  private:
-  // walk_range over a plain file read with pread (FileReader::fd_).
-  Status read_range(size_t begin, size_t end);
-  // Makes data bytes [pos, pos + n) available in read_buf_ (n <= kReadWindow);
-  // false if the data section (or the file) ends first.
-  Result<bool> fill(size_t pos, size_t n);
+  // The data bytes from `pos` on that are at hand: at least `n` of them
+  // unless the data section (or the file) ends first. Opened files are read
+  // with pread into read_buf_ (n <= kReadWindow); other inputs are in memory.
+  Result<Bytes> bytes_at(size_t pos, size_t n);
   // One whole record at data byte `pos`: COMPRESSED records are decompressed,
   // others delivered; `pos` moves past it and any payload that follows it.
   // False: stop the walk (a killed recorder's cut-off tail).
@@ -130,74 +129,46 @@ Result<bool> RecordWalker::step(const perf::RecordView& r, size_t& pos) {
   return true;
 }
 
+Result<Bytes> RecordWalker::bytes_at(size_t pos, size_t n) {
+  const FileReader& rd = reader_;
+  if (!rd.fd_) return rd.file_.subspan(rd.data_offset_ + pos, rd.data_size_ - pos);
+  if (pos < read_at_ || pos - read_at_ + n > read_len_) {
+    if (read_buf_.empty()) read_buf_.resize(kReadWindow);
+    const size_t want = std::min(kReadWindow, rd.data_size_ - pos);
+    size_t got = 0;
+    while (got < want) {
+      const ssize_t r = ::pread(rd.fd_->get(), read_buf_.data() + got, want - got,
+                                static_cast<off_t>(rd.data_offset_ + pos + got));
+      if (r < 0) {
+        if (errno == EINTR) continue;
+        return make_sys_error("reading the data section at byte offset " +
+                                  std::to_string(rd.data_offset_ + pos + got),
+                              errno);
+      }
+      if (r == 0) break;  // the file became shorter than its header says
+      got += static_cast<size_t>(r);
+    }
+    read_at_ = pos;
+    read_len_ = got;
+  }
+  return Bytes(read_buf_.data() + (pos - read_at_), read_len_ - (pos - read_at_));
+}
+
 Status RecordWalker::walk_range(size_t begin, size_t end) {
   const FileReader& rd = reader_;
-  if (rd.fd_) return read_range(begin, end);
-  const Bytes data = rd.file_.subspan(rd.data_offset_, rd.data_size_);
+  constexpr size_t kHeader = sizeof(perf::RecordHeader);
   size_t pos = begin;
   perf::RecordView view;
   while (pos < end) {
-    if (data.size() - pos >= sizeof(perf::RecordHeader)) {
-      view.header = load_unaligned<perf::RecordHeader>(data.data() + pos);
-    }
-    if (data.size() - pos >= sizeof(perf::RecordHeader) &&
-        view.header.size >= sizeof(perf::RecordHeader) && view.header.size <= data.size() - pos) {
-      // The common case without building a Result: a whole record.
-      view.offset = rd.data_offset_ + pos;
-      view.bytes = data.subspan(pos, view.header.size);
-    } else {
-      // record_at names what is wrong (and where).
-      auto checked = perf::record_at(data, pos, rd.data_offset_);
-      if (!checked.ok()) {
-        // A killed recorder may leave half a record at the end of the file.
-        if (rd.truncated_header_ && checked.error().code == Errc::kTruncated) break;
-        return std::move(checked).error();
-      }
-      view = *checked;
-    }
-    BPFPROF_ASSIGN_OR_RETURN(bool go_on, step(view, pos));
-    if (!go_on) break;
-  }
-  return ok_status();
-}
-
-Result<bool> RecordWalker::fill(size_t pos, size_t n) {
-  const FileReader& rd = reader_;
-  if (pos >= read_at_ && pos - read_at_ + n <= read_len_) return true;
-  if (read_buf_.empty()) read_buf_.resize(kReadWindow);
-  const size_t want = std::min(kReadWindow, rd.data_size_ - pos);
-  size_t got = 0;
-  while (got < want) {
-    const ssize_t r = ::pread(rd.fd_->get(), read_buf_.data() + got, want - got,
-                              static_cast<off_t>(rd.data_offset_ + pos + got));
-    if (r < 0) {
-      if (errno == EINTR) continue;
-      return make_sys_error("reading the data section at byte offset " +
-                                std::to_string(rd.data_offset_ + pos + got),
-                            errno);
-    }
-    if (r == 0) break;  // the file became shorter than its header says
-    got += static_cast<size_t>(r);
-  }
-  read_at_ = pos;
-  read_len_ = got;
-  return n <= got;
-}
-
-Status RecordWalker::read_range(size_t begin, size_t end) {
-  const FileReader& rd = reader_;
-  size_t pos = begin;
-  perf::RecordView view;
-  while (pos < end) {
-    BPFPROF_ASSIGN_OR_RETURN(bool have_header, fill(pos, sizeof(perf::RecordHeader)));
+    BPFPROF_ASSIGN_OR_RETURN(Bytes held, bytes_at(pos, kHeader));
     bool whole = false;
-    if (have_header) {
-      view.header = load_unaligned<perf::RecordHeader>(read_buf_.data() + (pos - read_at_));
-      if (view.header.size >= sizeof(perf::RecordHeader)) {
-        BPFPROF_ASSIGN_OR_RETURN(whole, fill(pos, view.header.size));
+    if (held.size() >= kHeader) {
+      view.header = load_unaligned<perf::RecordHeader>(held.data());
+      if (view.header.size >= kHeader && view.header.size > held.size()) {
+        BPFPROF_ASSIGN_OR_RETURN(held, bytes_at(pos, view.header.size));
       }
+      whole = view.header.size >= kHeader && view.header.size <= held.size();
     }
-    const Bytes held(read_buf_.data() + (pos - read_at_), read_len_ - (pos - read_at_));
     if (whole) {
       view.offset = rd.data_offset_ + pos;
       view.bytes = held.first(view.header.size);
@@ -207,6 +178,7 @@ Status RecordWalker::read_range(size_t begin, size_t end) {
       if (checked.ok()) {
         return make_error_at(Errc::kInternal, rd.data_offset_ + pos, "record walk lost its window");
       }
+      // A killed recorder may leave half a record at the end of the file.
       if (rd.truncated_header_ && checked.error().code == Errc::kTruncated) break;
       return std::move(checked).error();
     }
