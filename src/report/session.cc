@@ -14,8 +14,9 @@ bool known_type(uint32_t type) {
          (type >= perf::kRecordHeaderAttr && type < perf::kRecordUserTypeLimit61);
 }
 
-// Walks drop the mapped pages behind them every this many bytes: the
-// resident part of the file per walker (a madvise call per window is cheap).
+// Walks drop the mapped pages behind them every this many bytes (a madvise
+// call per window is cheap; opened files are read with pread and their
+// mapping is untouched by walks) and report progress at the same points.
 constexpr uint64_t kDropWindow = 2 << 20;
 
 // A side-band record waiting for the time sort.

@@ -3,8 +3,10 @@
 // to the Symbolizer in time order (time 0 = synthesized first), the header
 // facts (lost, throttled, time range) were counted on the way, and the sample
 // records were only counted: pass 2 walks the file again, in chunks, so memory
-// does not grow with the number of samples. Walks drop the mapped pages
-// behind them: resident file bytes are a window, not the file.
+// does not grow with the number of samples. Walks of opened files read them
+// with pread in pieces (FileReader); pages of the mapping that were touched
+// (script's sort by offset, in-memory inputs) are dropped behind the walk:
+// resident file bytes are a window, not the file.
 #pragma once
 
 #include <algorithm>
