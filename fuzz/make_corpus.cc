@@ -7,12 +7,13 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstring>
 #include <fstream>
-#include <iterator>
 #include <string>
 
 #include "perfdata/test_streams.h"
 #include "perfdata/writer.h"
+#include "testing/subprocess.h"
 
 namespace bpfprof::fuzz {
 namespace {
@@ -40,13 +41,6 @@ void put_with_variants(const std::string& dir, const std::string& name, const By
   }
 }
 
-ByteVec read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::vector<char> c((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  ByteVec out(c.size());
-  std::memcpy(out.data(), c.data(), c.size());
-  return out;
-}
 
 // A file-mode perf.data from FileWriter: records, features incl. BPF and kallsyms.
 ByteVec file_mode(const ByteVec& records, const perfdata::Features& f) {
@@ -57,7 +51,7 @@ ByteVec file_mode(const ByteVec& records, const perfdata::Features& f) {
   (void)w->append(records);
   (void)w->finish_round();
   (void)w->close(f);
-  ByteVec out = read_file(path);
+  ByteVec out = testing::read_file_bytes(path);
   unlink(path);
   return out;
 }

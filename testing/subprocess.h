@@ -5,6 +5,7 @@
 
 #include <sys/types.h>
 
+#include <cstddef>
 #include <string>
 #include <vector>
 
@@ -42,6 +43,9 @@ class Background {
   int out_fd_ = -1;
   std::string buffered_;
 };
+
+// The whole file's bytes (empty if it cannot be read).
+std::vector<std::byte> read_file_bytes(const std::string& path);
 
 // A fresh directory under $TMPDIR removed (recursively) on destruction.
 class TempDir {

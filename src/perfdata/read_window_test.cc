@@ -8,7 +8,6 @@
 
 #include <cstring>
 #include <fstream>
-#include <iterator>
 #include <tuple>
 
 #include "perfdata/reader.h"
@@ -45,13 +44,6 @@ std::vector<Seen> walk_range(const FileReader& r, uint64_t begin, uint64_t end, 
   return out;
 }
 
-ByteVec read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::vector<char> c((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  ByteVec out(c.size());
-  std::memcpy(out.data(), c.data(), c.size());
-  return out;
-}
 
 class ReadWindowTest : public ::testing::Test {
  protected:
@@ -90,7 +82,7 @@ class ReadWindowTest : public ::testing::Test {
 TEST_F(ReadWindowTest, OpenedFileWalksLikeItsBytes) {
   auto opened = FileReader::open(path_);
   ASSERT_TRUE(opened.ok()) << opened.error().to_string();
-  const ByteVec bytes = read_file(path_);
+  const ByteVec bytes = bpfprof::testing::read_file_bytes(path_);
   auto in_memory = FileReader::from_bytes(bytes);
   ASSERT_TRUE(in_memory.ok());
   ASSERT_GT(opened->data_size(), 2u << 20);  // several pieces
@@ -135,7 +127,7 @@ TEST_F(ReadWindowTest, CutFileReadsLikeItsBytes) {
   ASSERT_GT(victim.at, whole->data_offset() + (512u << 10));
   const uint64_t cut = victim.at + victim.bytes.size() / 2 + 1;
 
-  ByteVec bytes = read_file(path_);
+  ByteVec bytes = bpfprof::testing::read_file_bytes(path_);
   bytes.resize(cut);
   const uint64_t zero = 0;
   std::memcpy(bytes.data() + 48, &zero, sizeof zero);  // header.data.size

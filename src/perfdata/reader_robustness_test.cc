@@ -6,8 +6,6 @@
 
 #include <bit>
 #include <cstring>
-#include <fstream>
-#include <iterator>
 
 #include "perfdata/file_format.h"
 #include "perfdata/reader.h"
@@ -46,11 +44,7 @@ std::vector<std::byte> valid_file() {
   f.bpf_prog_info = {test::demo_prog(42, 0xffffffffc0001000)};
   f.bpf_btf = {{7, {std::byte{1}, std::byte{2}}}};
   BPFPROF_CHECK(w->close(f).ok());
-  std::ifstream in(path, std::ios::binary);
-  std::vector<char> c((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  std::vector<std::byte> out(c.size());
-  std::memcpy(out.data(), c.data(), c.size());
-  return out;
+  return bpfprof::testing::read_file_bytes(path);
 }
 
 // Opens and walks everything the reader offers; the result itself is not

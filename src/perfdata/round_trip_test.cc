@@ -6,7 +6,6 @@
 
 #include <cstring>
 #include <fstream>
-#include <iterator>
 
 #include "perfdata/file_format.h"
 #include "perfdata/reader.h"
@@ -20,13 +19,6 @@ namespace {
 using bpfprof::testing::ByteVec;
 using test::kSampleType;
 
-std::vector<std::byte> read_all(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::vector<char> c((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  std::vector<std::byte> out(c.size());
-  std::memcpy(out.data(), c.data(), c.size());
-  return out;
-}
 
 ByteVec sample(uint64_t id, uint64_t time) {
   bpfprof::testing::SampleValues s;
@@ -304,7 +296,7 @@ TEST_F(RoundTripTest, CorruptFeatureIsSoftError) {
   f.hostname = "h";
   f.bpf_btf = {{7, {std::byte{1}}}};
   ASSERT_TRUE(w->close(f).ok());
-  std::vector<std::byte> bytes = read_all(path);
+  std::vector<std::byte> bytes = bpfprof::testing::read_file_bytes(path);
   // The BTF payload is last: make its data_size claim more than there is.
   uint32_t huge = 1000;
   std::memcpy(bytes.data() + bytes.size() - 5, &huge, 4);
