@@ -15,6 +15,17 @@
 namespace bpfprof::bpf {
 namespace {
 
+// The arrays bpf_prog_info points to, read twice, must be the same.
+void expect_same_arrays(const ProgInfo& got, const ProgInfo& want) {
+  EXPECT_EQ(got.jited_insns, want.jited_insns);
+  EXPECT_EQ(got.jited_ksyms, want.jited_ksyms);
+  EXPECT_EQ(got.jited_func_lens, want.jited_func_lens);
+  EXPECT_EQ(got.func_info, want.func_info);
+  EXPECT_EQ(got.line_info, want.line_info);
+  EXPECT_EQ(got.jited_line_info, want.jited_line_info);
+  EXPECT_EQ(got.prog_tags, want.prog_tags);
+}
+
 class QueryTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -129,13 +140,7 @@ TEST_F(QueryTest, TooSmallCapacitiesTakeASecondCall) {
   tiny.nr_prog_tags = 1;
   auto again = read_prog_info(main_fd_, tiny);
   ASSERT_TRUE(again.ok()) << again.error().to_string();
-  EXPECT_EQ(again->jited_insns, m.jited_insns);
-  EXPECT_EQ(again->jited_ksyms, m.jited_ksyms);
-  EXPECT_EQ(again->jited_func_lens, m.jited_func_lens);
-  EXPECT_EQ(again->func_info, m.func_info);
-  EXPECT_EQ(again->line_info, m.line_info);
-  EXPECT_EQ(again->jited_line_info, m.jited_line_info);
-  EXPECT_EQ(again->prog_tags, m.prog_tags);
+  expect_same_arrays(*again, m);
   EXPECT_GT(m.jited_insns.size(), 1u) << "the tiny capacity really was too small";
 }
 
@@ -187,13 +192,7 @@ TEST_F(QueryTest, ReusedBuffersGiveExactResults) {
     auto again = read_prog_info(fd, buffers);
     ASSERT_TRUE(again.ok()) << again.error().to_string();
     const ProgInfo& want = fd == main_fd_ ? m : s;
-    EXPECT_EQ(again->jited_insns, want.jited_insns);
-    EXPECT_EQ(again->jited_ksyms, want.jited_ksyms);
-    EXPECT_EQ(again->jited_func_lens, want.jited_func_lens);
-    EXPECT_EQ(again->func_info, want.func_info);
-    EXPECT_EQ(again->line_info, want.line_info);
-    EXPECT_EQ(again->jited_line_info, want.jited_line_info);
-    EXPECT_EQ(again->prog_tags, want.prog_tags);
+    expect_same_arrays(*again, want);
     EXPECT_EQ(std::memcmp(&again->info, &want.info, sizeof want.info), 0);
   }
   // A large BTF (vmlinux) through the same buffers, then the program's again.
