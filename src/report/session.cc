@@ -77,6 +77,9 @@ Status Session::pass1(const SessionOptions& options) {
   }
   counters_["feature_sections_unreadable"] = reader_.feature_errors().size();
 
+  // Made before the walk: it starts indexing the kallsyms snapshot meanwhile.
+  symbolizer_ = std::make_unique<symbols::Symbolizer>(
+      f, symbols::Symbolizer::Options{options.symfs, options.read_elf});
   std::vector<Sideband> sideband;
   // perf's ordering contract: after a FINISHED_ROUND, no record older than
   // the newest record before the *previous* round may follow. A record that
@@ -173,8 +176,6 @@ Status Session::pass1(const SessionOptions& options) {
   // with equal times keep their file order.
   std::stable_sort(sideband.begin(), sideband.end(),
                    [](const Sideband& a, const Sideband& b) { return a.time < b.time; });
-  symbolizer_ = std::make_unique<symbols::Symbolizer>(
-      f, symbols::Symbolizer::Options{options.symfs, options.read_elf});
   for (const Sideband& s : sideband) symbolizer_->add_sideband(s.record, *s.layout);
   symbolizer_->finish();
   return ok_status();

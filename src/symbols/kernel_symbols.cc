@@ -65,14 +65,10 @@ void KernelSymbols::add_kernel_map(std::string_view filename, uint64_t start, ui
   }
 }
 
-void KernelSymbols::build(std::string_view text) {
+void KernelSymbols::parse(std::string_view text) {
   has_snapshot_ = true;
-  struct Raw {
-    uint64_t addr;
-    std::string_view name, module;
-    char type;
-  };
-  std::vector<Raw> raw;
+  std::vector<Raw>& raw = raw_;
+  raw.clear();
   uint64_t etext = 0;
   while (!text.empty()) {
     size_t nl = text.find('\n');
@@ -85,7 +81,7 @@ void KernelSymbols::build(std::string_view text) {
     if (!is_text_type(l.type) || l.module == "bpf" || l.addr == 0 || l.name == "_etext") continue;
     raw.push_back({l.addr, l.name, l.module, l.type});
   }
-  if (etext == 0) etext = kernel_map_.end;
+  etext_ = etext;
   // Aliases at one address: the global name wins, then the first listed.
   auto before = [](const Raw& a, const Raw& b) {
     if (a.addr != b.addr) return a.addr < b.addr;
@@ -95,6 +91,11 @@ void KernelSymbols::build(std::string_view text) {
   if (!std::is_sorted(raw.begin(), raw.end(), before)) std::stable_sort(raw.begin(), raw.end(), before);
   raw.erase(std::unique(raw.begin(), raw.end(), [](const Raw& a, const Raw& b) { return a.addr == b.addr; }),
             raw.end());
+}
+
+void KernelSymbols::build() {
+  const std::vector<Raw>& raw = raw_;
+  const uint64_t etext = etext_ != 0 ? etext_ : kernel_map_.end;
 
   std::unordered_map<std::string_view, std::string_view> dso_of;  // module -> "[module]"
   auto module_dso = [&](std::string_view mod) -> std::string_view {
@@ -135,14 +136,24 @@ void KernelSymbols::build(std::string_view text) {
     s.end = end;
     if (s.end > s.start) symbols_.push_back(s);
   }
+  std::vector<Raw>().swap(raw_);
 }
 
 const KernelSymbols::Symbol* KernelSymbols::find(uint64_t addr) const {
+  // Each thread remembers the index of its last answer (samples repeat the
+  // same code). Symbols do not overlap, so a symbol of this table that holds
+  // `addr` is the answer, whichever table the index came from.
+  thread_local size_t last = 0;
+  if (last < symbols_.size() && addr >= symbols_[last].start && addr < symbols_[last].end) {
+    return &symbols_[last];
+  }
   auto it = std::upper_bound(symbols_.begin(), symbols_.end(), addr,
                              [](uint64_t a, const Symbol& s) { return a < s.start; });
   if (it == symbols_.begin()) return nullptr;
   --it;
-  return addr < it->end ? &*it : nullptr;
+  if (addr >= it->end) return nullptr;
+  last = static_cast<size_t>(it - symbols_.begin());
+  return &*it;
 }
 
 }  // namespace bpfprof::symbols

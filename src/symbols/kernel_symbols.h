@@ -43,7 +43,15 @@ class KernelSymbols {
   // Parses the snapshot; `text` must outlive this object (names are views).
   // Lines of the "[bpf]" pseudo module are skipped: BPF code is named by the
   // KSYMBOL timeline, at the right time.
-  void build(std::string_view text);
+  void build(std::string_view text) {
+    parse(text);
+    build();
+  }
+  // The same in two steps: parse() needs no kernel map, so it may run (on
+  // another thread) while the maps are still being added; build() then ends
+  // the symbols at the maps. Neither may run concurrently with find().
+  void parse(std::string_view text);
+  void build();
 
   bool has_snapshot() const { return has_snapshot_; }
   const Symbol* find(uint64_t addr) const;
@@ -53,6 +61,14 @@ class KernelSymbols {
   struct Range {
     uint64_t start = 0, end = 0;
   };
+  // parse()'s output: text symbols in address order, one per address.
+  struct Raw {
+    uint64_t addr;
+    std::string_view name, module;
+    char type;
+  };
+  std::vector<Raw> raw_;
+  uint64_t etext_ = 0;
   bool has_snapshot_ = false;
   Range kernel_map_;
   std::unordered_map<std::string_view, Range> module_maps_;  // by module name

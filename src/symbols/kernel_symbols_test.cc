@@ -110,5 +110,35 @@ TEST(KernelSymbolsTest, BpfTimelineWinsOverSnapshot) {
   EXPECT_EQ(sym.lookup(1, 0xffffffffc0002010, 50, true).unknown, Unknown::kBpfNotAlive);
 }
 
+// Two snapshots looked up in turn at the same addresses: each answers from
+// its own symbols (a lookup remembers the previous symbol per thread), and
+// parse() then build() gives what build(text) gives.
+TEST(KernelSymbolsTest, TwoSnapshotsAnswerForThemselves) {
+  const std::string other =
+      "ffffffff81000000 T _text\n"
+      "ffffffff81000080 T other_start\n"
+      "ffffffff81000300 T _etext\n";
+  KernelSymbols a, b;
+  a.add_kernel_map("[kernel.kallsyms]_text", 0xffffffff81000000, 0x300);
+  a.build(kSnapshot);
+  b.parse(other);
+  b.add_kernel_map("[kernel.kallsyms]_text", 0xffffffff81000000, 0x300);
+  b.build();
+  for (int round = 0; round < 3; round++) {
+    for (uint64_t ip : {0xffffffff81000150ull, 0xffffffff81000160ull, 0xffffffff81000010ull}) {
+      SCOPED_TRACE(::testing::Message() << std::hex << "ip 0x" << ip);
+      const KernelSymbols::Symbol* sa = a.find(ip);
+      const KernelSymbols::Symbol* sb = b.find(ip);
+      ASSERT_NE(sa, nullptr);
+      ASSERT_NE(sb, nullptr);
+      EXPECT_EQ(sa->name, ip < 0xffffffff81000100 ? "_text" : "start_kernel");
+      EXPECT_EQ(sb->name, ip < 0xffffffff81000080 ? "_text" : "other_start");
+    }
+    // Past the end of the core text: nothing, from either.
+    EXPECT_EQ(a.find(0xffffffff81000300), nullptr);
+    EXPECT_EQ(b.find(0xffffffff81000300), nullptr);
+  }
+}
+
 }  // namespace
 }  // namespace bpfprof::symbols

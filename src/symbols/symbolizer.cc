@@ -8,6 +8,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <system_error>
+#include <thread>
 
 #include "symbols/bpf_lines.h"
 #include "symbols/bpf_symbols.h"
@@ -60,7 +62,20 @@ const char* unknown_reason_name(Unknown u) {
 
 struct Symbolizer::Impl {
   Impl(const perfdata::Features& f, Options o)
-      : features(f), options(std::move(o)), elf(options.symfs), bpf(f, pool, diag), maps(elf), lines(f) {}
+      : features(f), options(std::move(o)), elf(options.symfs), bpf(f, pool, diag), maps(elf), lines(f) {
+    // Parsing the snapshot needs no side-band record: it runs while the
+    // caller walks the file for them (finish() waits for it).
+    if (features.kallsyms) {
+      try {
+        kallsyms_parse = std::thread([this] { kernel.parse(*features.kallsyms); });
+      } catch (const std::system_error&) {
+        // No thread: finish() parses.
+      }
+    }
+  }
+  ~Impl() {
+    if (kallsyms_parse.joinable()) kallsyms_parse.join();
+  }
 
   void add(const perf::RecordView& r, const perf::SampleLayout& layout);
   void apply(const Event& e);
@@ -79,6 +94,7 @@ struct Symbolizer::Impl {
   std::vector<Event> events;
   uint64_t max_time = 0;
   bool finished = false;
+  std::thread kallsyms_parse;
 };
 
 void Symbolizer::Impl::add(const perf::RecordView& r, const perf::SampleLayout& layout) {
@@ -282,7 +298,12 @@ void Symbolizer::finish() {
   for (const Event& e : m.events) m.apply(e);
   std::vector<Event>().swap(m.events);
   // After the kernel MMAPs: they cap the last symbol of each module.
-  if (m.features.kallsyms) m.kernel.build(*m.features.kallsyms);
+  if (m.kallsyms_parse.joinable()) {
+    m.kallsyms_parse.join();
+    m.kernel.build();
+  } else if (m.features.kallsyms) {
+    m.kernel.build(*m.features.kallsyms);
+  }
   m.bpf.finish();
   m.maps.finish();
   m.lines.set_programs(m.bpf.programs());
