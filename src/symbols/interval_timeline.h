@@ -10,6 +10,7 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <limits>
 #include <utility>
@@ -18,6 +19,13 @@
 namespace bpfprof::symbols {
 
 inline constexpr uint64_t kForever = std::numeric_limits<uint64_t>::max();
+
+// A process-wide number for every index built (never 0), so a thread's memory
+// of its last lookup is never applied to another index.
+inline uint64_t next_timeline_serial() {
+  static std::atomic<uint64_t> next{1};
+  return next.fetch_add(1, std::memory_order_relaxed);
+}
 
 template <class Payload>
 class IntervalTimeline {
@@ -55,23 +63,40 @@ class IntervalTimeline {
   // Builds the lookup index; entries must not change afterwards.
   void build();
 
+  // Samples come in runs from the same code: each thread remembers the
+  // segment and run of its last answer (per timeline build), so a repeat
+  // costs a few comparisons instead of two binary searches.
   Hit find(uint64_t addr, uint64_t time) const {
-    if (bounds_.size() < 2) return {};
-    auto it = std::upper_bound(bounds_.begin(), bounds_.end(), addr);
-    if (it == bounds_.begin() || it == bounds_.end()) return {};
-    const size_t seg = static_cast<size_t>(it - bounds_.begin()) - 1;
-    const uint32_t r0 = run_begin_[seg], r1 = run_begin_[seg + 1];
-    if (r0 == r1) return {};
+    // Outside every range ever known (kernel text, for the BPF timeline).
+    if (bounds_.size() < 2 || addr < bounds_.front() || addr >= bounds_.back()) return {};
+    thread_local LastHit last;
+    if (last.serial != serial_ || addr < bounds_[last.seg] || addr >= bounds_[last.seg + 1]) {
+      auto it = std::upper_bound(bounds_.begin(), bounds_.end(), addr);
+      const size_t seg = static_cast<size_t>(it - bounds_.begin()) - 1;
+      last = LastHit{serial_, seg, run_begin_[seg]};
+    }
+    const uint32_t r0 = run_begin_[last.seg], r1 = run_begin_[last.seg + 1];
+    if (r0 == r1) return {};  // a gap between ranges
+    const uint32_t r = last.run;
+    if (time >= runs_[r].t_from && (r + 1 == r1 || time < runs_[r + 1].t_from)) {
+      return Hit{runs_[r].entry, true};
+    }
     auto rit = std::upper_bound(runs_.begin() + r0, runs_.begin() + r1, time,
-                                [](uint64_t t, const Run& r) { return t < r.t_from; });
+                                [](uint64_t t, const Run& run) { return t < run.t_from; });
     // The first run of a segment starts at time 0, so rit > begin + r0.
-    return Hit{std::prev(rit)->entry, true};
+    last.run = static_cast<uint32_t>(std::prev(rit) - runs_.begin());
+    return Hit{runs_[last.run].entry, true};
   }
 
  private:
   struct Run {
     uint64_t t_from = 0;
     uint32_t entry = kNone;
+  };
+  struct LastHit {
+    uint64_t serial = 0;  // 0: none (build() hands out serials from 1)
+    size_t seg = 0;
+    uint32_t run = 0;
   };
 
   bool better(uint32_t a, uint32_t b) const {  // does a win over b?
@@ -87,10 +112,12 @@ class IntervalTimeline {
   std::vector<uint64_t> bounds_;     // sorted, unique segment boundaries
   std::vector<uint32_t> run_begin_;  // per segment: index of its first run; one extra at the end
   std::vector<Run> runs_;
+  uint64_t serial_ = 0;  // which build() made the index (see find())
 };
 
 template <class Payload>
 void IntervalTimeline<Payload>::build() {
+  serial_ = next_timeline_serial();
   bounds_.clear();
   run_begin_.clear();
   runs_.clear();

@@ -76,6 +76,7 @@ void ProcessMaps::on_fork(uint64_t time, uint32_t pid, uint32_t ppid, uint32_t t
 }
 
 void ProcessMaps::finish() {
+  serial_ = next_timeline_serial();
   for (auto& [pid, t] : procs_) t.build();
   for (auto& [tid, list] : comms_) {
     std::stable_sort(list.begin(), list.end(),
@@ -96,9 +97,24 @@ std::string_view ProcessMaps::comm_in(const std::vector<CommAt>& list, uint64_t 
 }
 
 std::string_view ProcessMaps::comm(uint32_t pid, uint32_t tid, uint64_t time) const {
-  if (auto it = comms_.find(tid); it != comms_.end()) return comm_in(it->second, time);
-  if (auto it = comms_.find(pid); it != comms_.end()) return comm_in(it->second, time);
-  return {};
+  // Each thread remembers the list of its last (pid, tid) after finish().
+  thread_local struct {
+    uint64_t serial = 0;
+    uint32_t pid = 0, tid = 0;
+    const std::vector<CommAt>* list = nullptr;
+  } last;
+  const std::vector<CommAt>* list = nullptr;
+  if (serial_ != 0 && last.serial == serial_ && last.pid == pid && last.tid == tid) {
+    list = last.list;
+  } else {
+    if (auto it = comms_.find(tid); it != comms_.end()) {
+      list = &it->second;
+    } else if (auto it2 = comms_.find(pid); it2 != comms_.end()) {
+      list = &it2->second;
+    }
+    if (serial_ != 0) last = {serial_, pid, tid, list};
+  }
+  return list ? comm_in(*list, time) : std::string_view{};
 }
 
 }  // namespace bpfprof::symbols

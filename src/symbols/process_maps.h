@@ -65,6 +65,7 @@ class ProcessMaps {
   ElfCache& elf_;
   std::unordered_map<uint32_t, Timeline> procs_;
   std::unordered_map<uint32_t, std::vector<CommAt>> comms_;  // by tid
+  uint64_t serial_ = 0;  // set by finish(): comm() may remember lookups then
   std::vector<MappedFile> files_;
   std::unordered_map<std::string, uint32_t> file_index_;  // path + NUL + build id bytes
 };

@@ -203,5 +203,25 @@ TEST(CommTest, LatestAtOrBeforeTime) {
   EXPECT_EQ(sym.comm(99, 99, 300), "");
 }
 
+// Two recordings' names asked in turn for the same (pid, tid): each answers
+// from its own records (a lookup remembers the last thread per thread).
+TEST(CommTest, TwoRecordingsAnswerForThemselves) {
+  perfdata::Features features;
+  Symbolizer a(features, {}), b(features, {});
+  test::Feeder fa(a), fb(b);
+  fa.comm(0, 10, 10, "first");
+  fb.comm(0, 10, 10, "second");
+  fb.comm(50, 10, 10, "renamed");
+  a.finish();
+  b.finish();
+  for (int i = 0; i < 3; i++) {
+    EXPECT_EQ(a.comm(10, 10, 60), "first");
+    EXPECT_EQ(b.comm(10, 10, 60), "renamed");
+    EXPECT_EQ(b.comm(10, 10, 10), "second");
+    EXPECT_EQ(a.comm(10, 11, 60), "first") << "unknown thread: the process's name";
+    EXPECT_EQ(a.comm(11, 11, 60), "");
+  }
+}
+
 }  // namespace
 }  // namespace bpfprof::symbols
