@@ -219,7 +219,9 @@ Status FileReader::add_attr(const perf_event_attr& attr, std::vector<uint64_t> i
     return e;
   }
   fa.layout = std::move(layout).value();
-  for (uint64_t id : ids) attr_by_id_.emplace(id, attrs_.size());
+  for (uint64_t id : ids) {
+    if (attr_by_id_.emplace(id, attrs_.size()).second) few_ids_.push_back({id, attrs_.size()});
+  }
   fa.ids = std::move(ids);
   attrs_.push_back(std::move(fa));
   return ok_status();
@@ -239,6 +241,13 @@ const FileAttr* FileReader::attr_for(const perf::RecordView& r) const {
   // All attrs of a valid file agree on where the id sits (IDENTIFIER).
   std::optional<uint64_t> id = attrs_[0].layout.id_of(r);
   if (!id || *id == 0) return &attrs_[0];
+  // A recording has an id per event and CPU: mostly few, scanned in order.
+  if (few_ids_.size() <= kFewIds) {
+    for (const auto& [known, index] : few_ids_) {
+      if (known == *id) return &attrs_[index];
+    }
+    return nullptr;
+  }
   auto it = attr_by_id_.find(*id);
   return it == attr_by_id_.end() ? nullptr : &attrs_[it->second];
 }

@@ -127,6 +127,9 @@ class FileReader {
   bool truncated_header_ = false;
   std::vector<Error> feature_errors_;
   std::unordered_map<uint64_t, size_t> attr_by_id_;  // id -> index in attrs_
+  // The same pairs in insertion order, scanned instead while they are few.
+  static constexpr size_t kFewIds = 16;
+  std::vector<std::pair<uint64_t, size_t>> few_ids_;
   mutable ReaderStats stats_;
 };
 

@@ -161,6 +161,20 @@ Status RecordWalker::walk_range(size_t begin, size_t end) {
   perf::RecordView view;
   while (pos < end) {
     BPFPROF_ASSIGN_OR_RETURN(Bytes held, bytes_at(pos, kHeader));
+    // Every whole record already held, without asking for bytes again.
+    size_t used = 0;
+    while (pos < end && held.size() - used >= kHeader) {
+      view.header = load_unaligned<perf::RecordHeader>(held.data() + used);
+      if (view.header.size < kHeader || view.header.size > held.size() - used) break;
+      view.offset = rd.data_offset_ + pos;
+      view.bytes = held.subspan(used, view.header.size);
+      const size_t before = pos;
+      BPFPROF_ASSIGN_OR_RETURN(bool go_on, step(view, pos));
+      if (!go_on) return ok_status();
+      used += pos - before;  // a trailing payload may end beyond what is held
+      if (used > held.size()) break;
+    }
+    if (used != 0) continue;
     bool whole = false;
     if (held.size() >= kHeader) {
       view.header = load_unaligned<perf::RecordHeader>(held.data());

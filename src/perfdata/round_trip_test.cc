@@ -54,6 +54,54 @@ class RoundTripTest : public ::testing::Test {
   bpfprof::testing::TempDir dir_;
 };
 
+// A machine with many CPUs has many ids per event: with a few the reader
+// scans them, past that it looks them up; both give each record its attr,
+// and the first attr that listed an id keeps it.
+TEST_F(RoundTripTest, AttrForWithFewAndManyIds) {
+  for (const uint64_t per_attr : {uint64_t{3}, uint64_t{40}}) {
+    SCOPED_TRACE(::testing::Message() << per_attr << " ids per attr");
+    std::vector<AttrEntry> attrs = test::two_attrs();
+    attrs[0].ids.clear();
+    attrs[1].ids.clear();
+    for (uint64_t i = 0; i < per_attr; i++) {
+      attrs[0].ids.push_back(1000 + i);
+      attrs[1].ids.push_back(5000 + i);
+    }
+    attrs[1].ids.push_back(1000);  // listed twice: stays with the first attr
+    const std::string path = dir_.file("ids" + std::to_string(per_attr) + ".data");
+    auto w = FileWriter::create(path, attrs);
+    ASSERT_TRUE(w.ok()) << w.error().to_string();
+    std::vector<uint64_t> ids;
+    for (uint64_t i = 0; i < per_attr; i++) ids.push_back(1000 + i);
+    ids.push_back(777);  // in no attr
+    for (size_t i = 0; i < ids.size(); i++) ASSERT_TRUE(w->append(sample(ids[i], 1000 + i)).ok());
+    for (uint64_t i = 0; i < per_attr; i++) {
+      bpfprof::testing::TrailerValues t{1, 1, 2000 + i, 5000 + i, 0, 0};
+      ASSERT_TRUE(w->append(bpfprof::testing::comm_record(kSampleType, 1, 1, "x", t)).ok());
+    }
+    ASSERT_TRUE(w->close(Features{}).ok());
+    auto r = FileReader::open(path);
+    ASSERT_TRUE(r.ok()) << r.error().to_string();
+    size_t samples = 0, comms = 0, unknown = 0;
+    Status walked = r->for_each_record([&](const perf::RecordView& v, uint64_t) {
+      const FileAttr* a = r->attr_for(v);
+      if (a == nullptr) {
+        unknown++;
+      } else if (v.header.type == perf::kRecordSample) {
+        EXPECT_EQ(a, &r->attrs()[0]);
+        samples++;
+      } else if (v.header.type == perf::kRecordComm) {
+        EXPECT_EQ(a, &r->attrs()[1]);
+        comms++;
+      }
+    });
+    ASSERT_TRUE(walked.ok()) << walked.error().to_string();
+    EXPECT_EQ(samples, per_attr);
+    EXPECT_EQ(comms, per_attr);
+    EXPECT_EQ(unknown, 1u);
+  }
+}
+
 TEST_F(RoundTripTest, AttrsIdsNamesRecordsFeatures) {
   const std::string path = dir_.file("perf.data");
   auto w = FileWriter::create(path, test::two_attrs());
