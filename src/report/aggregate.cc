@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <array>
+#include <deque>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -15,6 +17,8 @@ namespace bpfprof::report {
 namespace {
 
 constexpr size_t kUnknownReasons = symbols::kUnknownCount;
+// Chunks a pass-2 thread takes at once (about 30k samples).
+constexpr size_t kChunksPerClaim = 8;
 using profile::Counts;
 using profile::FrameKind;
 using profile::StackId;
@@ -255,26 +259,61 @@ ReportData aggregate(const Session& session, const AggregateOptions& options) {
         std::min<uint64_t>(threads, std::max<uint64_t>(1, session.sample_count() / 4096)));
   }
   threads = static_cast<unsigned>(std::clamp<size_t>(chunks, 1, threads));
-  // Contiguous chunk ranges merged in order: frames and stacks get the ids a
-  // single thread would give them, whatever the thread count.
-  std::vector<Worker> workers(threads);
-  std::vector<std::thread> pool;
+  // Contiguous chunk ranges (parts) merged in order: frames and stacks get the
+  // ids a single thread would give them, however the chunks are split.
+  // Threads start on equal parts; one that runs out halves the part with the
+  // most chunks left (the first chunks cost more: ELF symbols load on first
+  // use), so no thread waits long for another.
+  struct Part {
+    size_t begin, next, end;
+    Worker worker;
+  };
+  std::deque<Part> parts;  // stable addresses
+  std::mutex mu;
   auto first_chunk = [&](unsigned t) { return chunks * t / threads; };
-  for (unsigned t = 1; t < threads; t++) {
-    pool.emplace_back([&, t] {
-      run_chunks(session, options, first_chunk(t), first_chunk(t + 1), workers[t]);
-    });
+  for (unsigned t = 0; t < threads; t++) {
+    parts.push_back(Part{first_chunk(t), first_chunk(t), first_chunk(t + 1), {}});
   }
-  run_chunks(session, options, 0, first_chunk(1), workers[0]);
+  auto run = [&](Part* part) {
+    for (;;) {
+      size_t first = 0, last = 0;
+      {
+        std::lock_guard lock(mu);
+        if (part->next == part->end) {
+          Part* most = nullptr;
+          for (Part& p : parts) {
+            if (p.end - p.next >= 2 && (!most || p.end - p.next > most->end - most->next)) most = &p;
+          }
+          if (!most) return;
+          const size_t mid = most->next + (most->end - most->next) / 2;
+          parts.push_back(Part{mid, mid, most->end, {}});
+          most->end = mid;
+          part = &parts.back();
+        }
+        // A few chunks per claim: one walk each, and short enough to split.
+        first = part->next;
+        last = std::min(part->end, first + kChunksPerClaim);
+        part->next = last;
+      }
+      run_chunks(session, options, first, last, part->worker);
+    }
+  };
+  std::vector<std::thread> pool;
+  for (unsigned t = 1; t < threads; t++) pool.emplace_back(run, &parts[t]);
+  run(&parts[0]);
   for (std::thread& th : pool) th.join();
 
-  Worker& first = workers[0];
-  for (unsigned t = 1; t < threads; t++) {
-    first.profile.merge(workers[t].profile);
-    for (size_t i = 0; i < kUnknownReasons; i++) first.unknown_frames[i] += workers[t].unknown_frames[i];
-    first.bad_samples += workers[t].bad_samples;
-    first.bpf_unattributed += workers[t].bpf_unattributed;
-    first.chunks_unreadable += workers[t].chunks_unreadable;
+  std::vector<Part*> order;
+  for (Part& p : parts) order.push_back(&p);
+  std::sort(order.begin(), order.end(), [](const Part* a, const Part* b) { return a->begin < b->begin; });
+  Worker& first = order[0]->worker;
+  for (size_t i = 1; i < order.size(); i++) {
+    const Worker& w = order[i]->worker;
+    first.profile.merge(w.profile);
+    for (size_t k = 0; k < kUnknownReasons; k++) first.unknown_frames[k] += w.unknown_frames[k];
+    first.bad_samples += w.bad_samples;
+    first.bpf_unattributed += w.bpf_unattributed;
+    first.chunks_unreadable += w.chunks_unreadable;
   }
   ReportData data;
   data.header = session.header();
