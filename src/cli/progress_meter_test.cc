@@ -88,7 +88,7 @@ TEST_F(ProgressMeterTest, RedrawsInPlaceAndErasesOnStop) {
   report::WalkProgress* p = m.progress();
   p->begin_file(4 * kMiB);
   p->add_bytes(kMiB);
-  p->found(10, 0);
+  p->add_found(10, 0);
   const std::string want = "pass 1/2, ";
   const std::string numbers = " s, 1.0 MB of 4.0 MB (25%), 10 samples ]\x1b[K";
   for (int i = 0; i < 2000 && written().find(numbers) == std::string::npos; i++) {

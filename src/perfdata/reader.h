@@ -93,8 +93,11 @@ class FileReader {
   // (what it skips was counted by a full walk). Files with COMPRESSED records
   // are one zstd stream and cannot be entered in the middle: a COMPRESSED
   // record in the range is an error (kUnsupported).
+  // With `skipped`, what the walk skips (unknown record types) is counted
+  // there instead (a caller-owned ReaderStats: walks stay thread-safe).
   Status for_each_record_in(uint64_t begin, uint64_t end,
-                            const std::function<void(const perf::RecordView&, uint64_t)>& fn) const;
+                            const std::function<void(const perf::RecordView&, uint64_t)>& fn,
+                            ReaderStats* skipped = nullptr) const;
   // Tells the kernel the mapped file bytes of the pages inside [begin, end)
   // are not needed now, so a walk's resident memory is a window, not the
   // file. Views stay valid: the mapping is private and read-only, so a page

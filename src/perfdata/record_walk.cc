@@ -43,8 +43,9 @@ struct DStreamFree {
 // Walks one input; the friend of FileReader that owns the zstd state.
 class RecordWalker {
  public:
-  RecordWalker(const FileReader& reader, const RecordFn& fn, bool ranged = false)
-      : reader_(reader), fn_(fn), ranged_(ranged) {}
+  RecordWalker(const FileReader& reader, const RecordFn& fn, bool ranged = false,
+               ReaderStats* skipped = nullptr)
+      : reader_(reader), fn_(fn), ranged_(ranged), skipped_(skipped) {}
 
   Status walk();
   // The records starting in data bytes [begin, end), without COMPRESSED
@@ -78,6 +79,7 @@ class RecordWalker {
   uint64_t stream_pos_ = 0; // decompressed bytes handed out or dropped so far
   uint64_t last_compressed_at_ = 0;
   const bool ranged_;
+  ReaderStats* const skipped_;  // ranged walks: where skipped records are counted, if anywhere
 };
 
 void RecordWalker::deliver(const perf::RecordView& r, uint64_t at, bool nested) {
@@ -85,8 +87,13 @@ void RecordWalker::deliver(const perf::RecordView& r, uint64_t at, bool nested) 
   const uint32_t type = r.header.type;
   if (type == perf::kRecordHeaderAttr || type == perf::kRecordHeaderFeature) return;
   if (ranged_) {
-    // The full walk counted what is skipped here.
-    if (known_record_type(type)) fn_(r, at);
+    // The full walk counted what is skipped here, or the caller counts it.
+    if (known_record_type(type)) {
+      fn_(r, at);
+    } else if (skipped_) {
+      skipped_->unknown_record_types[type]++;
+      skipped_->records_skipped++;
+    }
     return;
   }
   if (!known_record_type(type)) {
@@ -300,14 +307,15 @@ Status FileReader::for_each_record(const RecordFn& fn) const {
   return walker.walk();
 }
 
-Status FileReader::for_each_record_in(uint64_t begin, uint64_t end, const RecordFn& fn) const {
+Status FileReader::for_each_record_in(uint64_t begin, uint64_t end, const RecordFn& fn,
+                                      ReaderStats* skipped) const {
   const uint64_t data_end = data_offset_ + data_size_;
   if (begin < data_offset_ || begin > end || end > data_end) {
     return make_error_at(Errc::kInternal, begin,
                          "record range [" + std::to_string(begin) + ", " + std::to_string(end) +
                              ") outside the data section");
   }
-  RecordWalker walker(*this, fn, /*ranged=*/true);
+  RecordWalker walker(*this, fn, /*ranged=*/true, skipped);
   return walker.walk_range(static_cast<size_t>(begin - data_offset_),
                            static_cast<size_t>(end - data_offset_));
 }

@@ -15,6 +15,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,9 @@ struct SessionOptions {
   // Updated by pass 1 and by the walks of for_each_sample/for_each_record, at
   // most once per few MiB; must outlive the Session. Null: no progress.
   WalkProgress* progress = nullptr;
+  // Pass 1 walks the two halves of a plain data section of at least twice
+  // this many bytes at once (tests lower it).
+  uint64_t parallel_min_bytes = 16 << 20;
 };
 
 // What pass 1 learnt about the time order of samples, for `script`. perf's
@@ -100,29 +104,34 @@ class Session {
   Result<perf::RecordView> record_at(uint64_t file_offset) const;
   // Drops every mapped page of the data section (see FileReader::drop_pages).
   void drop_pages() const;
+  // How many pieces pass 1 walked the data section in: 2 when the halves were
+  // walked at once, else 1.
+  size_t pass1_pieces() const { return pass1_pieces_; }
   // Pass 1 diagnostics (named counters), merged into the report's counters.
   const std::map<std::string, uint64_t>& counters() const { return counters_; }
 
  private:
   explicit Session(perfdata::FileReader reader) : reader_(std::move(reader)) {}
   Status pass1(const SessionOptions& options);
-  // Side-band records are copied here, in large chunks: records decompressed
-  // from COMPRESSED records live in the reader's buffer only during the
-  // callback, and the pages of plain files are dropped behind the walk.
-  perf::RecordView keep(const perf::RecordView& r);
+  struct Piece;
+  // Pass 1's walk as two halves at once; nullopt: walk the file whole.
+  std::optional<std::vector<std::unique_ptr<Piece>>> walk_in_parallel(uint64_t min_bytes);
 
   perfdata::FileReader reader_;
   WalkProgress* progress_ = nullptr;
   std::unique_ptr<symbols::Symbolizer> symbolizer_;
   uint64_t sample_count_ = 0;
+  size_t pass1_pieces_ = 0;
   // File offset of every kChunkSamples-th sample, from the first (plain files).
   std::vector<uint64_t> chunk_starts_;
   bool compressed_ = false;
   SampleOrder sample_order_;
   Header header_;
   std::map<std::string, uint64_t> counters_;
+  // Side-band records are copied here, in large chunks: records decompressed
+  // from COMPRESSED records live in the reader's buffer only during the
+  // callback, and the pages of plain files are dropped behind the walk.
   std::vector<std::unique_ptr<std::byte[]>> arena_;
-  size_t arena_used_ = 0, arena_size_ = 0;
 };
 
 }  // namespace bpfprof::report

@@ -36,9 +36,11 @@ struct WalkProgress {
     pass.fetch_add(1, std::memory_order_relaxed);
   }
   void add_bytes(uint64_t n) { bytes.fetch_add(n, std::memory_order_relaxed); }
-  void found(uint64_t sample_count, uint64_t lost_count) {
-    samples.store(sample_count, std::memory_order_relaxed);
-    lost.store(lost_count, std::memory_order_relaxed);
+  // Pass 1 has counted this many more samples and lost events (threads
+  // walking parts of the file each add theirs).
+  void add_found(uint64_t more_samples, uint64_t more_lost) {
+    samples.fetch_add(more_samples, std::memory_order_relaxed);
+    lost.fetch_add(more_lost, std::memory_order_relaxed);
   }
 };
 
