@@ -74,7 +74,11 @@ Result<RunStats> read_run_stats(int prog_fd);
 // freed) and closes it at once, never attached. Returns 0 when allowed, else
 // the errno of the refusal (EPERM where lockdown or an LSM forbids tracing;
 // ENOENT without kernel BTF).
+// Asks first with no target (no BTF parse), which settles a refusal (EPERM).
 int probe_fentry();
+// The probe itself: looks up bpf_prog_free_id in vmlinux BTF, then loads.
+// probe_fentry() answers the same, without the lookup where refused.
+int probe_fentry_with_btf();
 
 // Every [bpf] entry of /proc/kallsyms, sorted by address. Addresses are 0 when
 // kptr_restrict hides them (the caller then falls back to computed names).

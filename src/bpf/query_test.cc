@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <numeric>
 
@@ -240,6 +241,14 @@ TEST(QueryErrors, ReadProgInfoOnBadFd) {
   ASSERT_FALSE(info.ok());
   EXPECT_NE(info.error().sys_errno, 0);
   EXPECT_NE(info.error().message.find("bpf_obj_get_info_by_fd"), std::string::npos);
+}
+
+// The shortcut (a load with no target first) must not change the answer.
+TEST(ProbeFentry, SameAnswerAsTheBtfLookup) {
+  if (::geteuid() != 0) GTEST_SKIP() << "loading BPF programs needs root";
+  const int with_btf = probe_fentry_with_btf();
+  EXPECT_EQ(probe_fentry(), with_btf) << "with the BTF lookup: " << std::strerror(with_btf);
+  EXPECT_NE(with_btf, EINVAL) << "the real probe names a valid target";
 }
 
 }  // namespace

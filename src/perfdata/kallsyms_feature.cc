@@ -18,7 +18,9 @@ constexpr uint32_t kKallsymsVersion = 1;
 constexpr uint32_t kStored = 0;
 constexpr uint32_t kZstd = 1;
 constexpr uint64_t kMaxRawSize = 256ull << 20;
-constexpr int kLevel = 3;  // ~20 ms for 5 MB; higher levels save little here
+// Level 1: 20 ms of CPU for a 5.4 MB snapshot against 37 ms at level 3, and
+// no larger here (1.005 vs 1.012 MB; symbol lists favour the fast match finder).
+constexpr int kLevel = 1;
 
 struct DCtxFree {
   void operator()(ZSTD_DCtx* c) const { ZSTD_freeDCtx(c); }

@@ -48,6 +48,8 @@ struct KallsymsScan {
   std::string text_symbols;
 };
 KallsymsScan scan_kallsyms(std::string_view kallsyms);
+// The same, the snapshot made from `kallsyms`'s own buffer (no copy).
+KallsymsScan scan_kallsyms_in_place(std::string&& kallsyms);
 Result<KallsymsScan> read_kallsyms(const std::string& path = "/proc/kallsyms");
 
 // One loaded module: "name size refcnt deps state addr".

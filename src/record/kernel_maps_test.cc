@@ -94,6 +94,41 @@ TEST(KernelMapsTest, SnapshotSkipsDataAndHiddenAddresses) {
   EXPECT_EQ(scan.text_symbols, "ffffffff81000100 W weak_fn\n");
 }
 
+TEST(KernelMapsTest, FieldsSplitOnRunsOfBlanks) {
+  auto l = parse_kallsyms_line("  ffffffffc0100000 \t t  e1000_probe \t[e1000]  \r\n");
+  ASSERT_TRUE(l);
+  EXPECT_EQ(l->addr, 0xffffffffc0100000u);
+  EXPECT_EQ(l->type, 't');
+  EXPECT_EQ(l->name, "e1000_probe");
+  EXPECT_EQ(l->module, "e1000");
+  EXPECT_FALSE(parse_kallsyms_line("ffffffff81000000 T"));
+  EXPECT_FALSE(parse_kallsyms_line(" \t "));
+}
+
+TEST(KernelMapsTest, SnapshotCompactsInPlaceAndEndsWithNewline) {
+  // Skipped lines before, between and after kept ones, and a last line
+  // without its newline: the snapshot is the kept lines, each ending in one.
+  std::string in =
+      "ffffffffc0026dc0 t bpf_dispatcher_xdp\t[bpf]\n"
+      "ffffffff81000000 T _text\n"
+      "ffffffff82000000 D jiffies\n"
+      "0000000000000000 t hidden\n"
+      "ffffffff81000100 t a_long_function_name_that_moves\n"
+      "garbage\n"
+      "ffffffffc0100000 t e1000_probe\t[e1000]";
+  const std::string expected =
+      "ffffffff81000000 T _text\n"
+      "ffffffff81000100 t a_long_function_name_that_moves\n"
+      "ffffffffc0100000 t e1000_probe\t[e1000]\n";
+  EXPECT_EQ(scan_kallsyms(in).text_symbols, expected);
+  KallsymsScan scan = scan_kallsyms_in_place(std::move(in));
+  EXPECT_EQ(scan.text_symbols, expected);
+  ASSERT_EQ(scan.bpf.size(), 1u);
+  EXPECT_EQ(scan.bpf[0].name, "bpf_dispatcher_xdp");
+  ASSERT_TRUE(scan.text.ok());
+  EXPECT_EQ(scan.text->start, 0xffffffff81000000u);
+}
+
 TEST(KernelMapsTest, LiveKallsyms) {
   auto t = read_kernel_text();
   if (!t.ok()) GTEST_SKIP() << t.error().to_string();
