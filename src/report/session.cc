@@ -107,7 +107,7 @@ Status Session::pass1(const SessionOptions& options) {
     if (type == perf::kRecordFinishedRound) {
       flushed_up_to = newest_at_round;
       newest_at_round = newest;
-      clock.end_round();
+      sample_order_.rounds.push_back(RoundMark{at, clock.end_round()});
       previous_round_samples = round_samples;
       round_samples = 0;
       return;
@@ -227,6 +227,13 @@ Status Session::for_each_record(const RecordFn& fn) const {
   });
   drop_pages();
   if (progress_) progress_->add_bytes(begin + reader_.data_size() - dropped);
+  return walked;
+}
+
+Status Session::for_each_record_in(uint64_t begin, uint64_t end, uint64_t progress_bytes,
+                                   const RecordFn& fn) const {
+  Status walked = reader_.for_each_record_in(begin, end, fn);
+  if (progress_) progress_->add_bytes(progress_bytes);
   return walked;
 }
 

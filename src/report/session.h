@@ -35,6 +35,13 @@ struct SessionOptions {
   WalkProgress* progress = nullptr;
 };
 
+// A FINISHED_ROUND record: its file offset and the RoundClock limit right
+// after it (limits never decrease from one round to the next).
+struct RoundMark {
+  uint64_t offset = 0;
+  uint64_t limit = 0;
+};
+
 // What pass 1 learnt about the time order of samples, for `script`. perf's
 // FINISHED_ROUND contract: when a round ends, every record up to the newest
 // time seen before the previous round ended may be emitted (RoundClock).
@@ -44,6 +51,9 @@ struct SampleOrder {
   bool by_rounds = true;
   // Most samples waiting for a round end at once under that rule.
   uint64_t max_pending = 0;
+  // Every FINISHED_ROUND, in file order (their offsets mean something in
+  // plain files only: a COMPRESSED file has no record starts to seek to).
+  std::vector<RoundMark> rounds;
 };
 
 // The FINISHED_ROUND bookkeeping shared by pass 1 and script (same records,
@@ -95,6 +105,13 @@ class Session {
   // FileReader::for_each_record); views are valid during the call only. Not
   // thread-safe.
   Status for_each_record(const RecordFn& fn) const;
+  // Calls fn for every record that starts in file bytes [begin, end) of a
+  // plain file, in file order; `begin` must be a record start pass 1 saw.
+  // Thread-safe: ranges (even overlapping ones) may be walked in parallel.
+  // Counts `progress_bytes` as walked when it ends, so walks whose ranges
+  // overlap can report a share each that sums to the data section.
+  Status for_each_record_in(uint64_t begin, uint64_t end, uint64_t progress_bytes,
+                            const RecordFn& fn) const;
   const SampleOrder& sample_order() const { return sample_order_; }
   // The sample record at a file offset pass 1 saw (plain files only).
   Result<perf::RecordView> record_at(uint64_t file_offset) const;
