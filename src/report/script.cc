@@ -10,6 +10,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
@@ -24,6 +25,13 @@ namespace {
 // Samples per batch: the unit the walk hands to the formatting threads.
 // Memory is a few batches (record copies and text) however long the file.
 constexpr size_t kBatch = 1 << 13;
+
+// Time windows (plan_time_windows) own about 1/64 of the data section each,
+// within these bounds: enough windows to keep every thread busy and the
+// windows' overlap (a couple of rounds) small, few enough bytes per window
+// that the windows in flight stay a few tens of MiB.
+constexpr uint64_t kWindowsPerFile = 64;
+constexpr uint64_t kMinWindowBytes = 1 << 20, kMaxWindowBytes = 8 << 20;
 
 // Appends `v` in decimal, padded with `fill` to `width` on the left (right
 // alignment) or with spaces on the right.
@@ -288,13 +296,121 @@ void Pipeline::work() {
   }
 }
 
+// Windows of the time axis, each collected, sorted and formatted by one
+// worker; the caller's thread writes their texts in window order. Windows are
+// disjoint and in time order, so that is the order of a stable sort by time.
+// At most slots_.size() windows are started and not yet written: memory is a
+// few windows whatever the size of the file.
+class WindowPipeline {
+ public:
+  WindowPipeline(const Session& session, ScriptFormat format, std::FILE* out,
+                 std::vector<TimeWindow> windows, unsigned workers)
+      : session_(session),
+        format_(format),
+        out_(out),
+        windows_(std::move(windows)),
+        slots_(2 * size_t{workers} + 2) {
+    for (unsigned i = 0; i < workers; i++) workers_.emplace_back([this] { work(); });
+  }
+  ~WindowPipeline() {
+    {
+      std::lock_guard lock(mu_);
+      stop_ = true;
+    }
+    work_cv_.notify_all();
+    for (std::thread& t : workers_) t.join();
+  }
+  WindowPipeline(const WindowPipeline&) = delete;
+  WindowPipeline& operator=(const WindowPipeline&) = delete;
+
+  // Writes every window's text, in order. Errors: a window's range failing
+  // to read (after the windows before it were written), or writing.
+  Status run();
+
+ private:
+  struct Slot {
+    std::string text;  // keeps its capacity from window to window
+    Status status = ok_status();
+    bool done = false;  // guarded by mu_
+  };
+
+  void work();
+
+  const Session& session_;
+  const ScriptFormat format_;
+  std::FILE* const out_;
+  const std::vector<TimeWindow> windows_;
+  std::vector<Slot> slots_;  // window k uses slot k % size
+  std::mutex mu_;
+  std::condition_variable work_cv_, done_cv_;
+  size_t next_ = 0;     // the window a worker takes next; guarded by mu_
+  size_t written_ = 0;  // windows written; guarded by mu_
+  bool stop_ = false;
+  std::vector<std::thread> workers_;
+};
+
+Status WindowPipeline::run() {
+  for (size_t k = 0; k < windows_.size(); k++) {
+    Slot& slot = slots_[k % slots_.size()];
+    {
+      std::unique_lock lock(mu_);
+      done_cv_.wait(lock, [&] { return slot.done; });
+    }
+    if (!slot.status.ok()) return slot.status;
+    if (std::fwrite(slot.text.data(), 1, slot.text.size(), out_) != slot.text.size()) {
+      return make_sys_error("writing the script output", errno);
+    }
+    {
+      std::lock_guard lock(mu_);
+      slot.done = false;
+      written_++;
+    }
+    work_cv_.notify_all();
+  }
+  return ok_status();
+}
+
+void WindowPipeline::work() {
+  WindowSamples samples;
+  std::vector<SymbolizedFrame> frames;
+  for (;;) {
+    size_t k;
+    {
+      std::unique_lock lock(mu_);
+      work_cv_.wait(lock, [&] {
+        return stop_ || (next_ < windows_.size() && next_ < written_ + slots_.size());
+      });
+      if (stop_) return;
+      k = next_++;
+    }
+    Slot& slot = slots_[k % slots_.size()];
+    slot.text.clear();
+    slot.status = samples.collect(session_, windows_[k]);
+    if (slot.status.ok()) {
+      for (const OrderedSample& s : samples.samples()) {
+        format_sample(session_, s, format_, frames, slot.text);
+      }
+    }
+    {
+      std::lock_guard lock(mu_);
+      slot.done = true;
+    }
+    done_cv_.notify_one();
+  }
+}
+
 }  // namespace
 
 Status write_script(const Session& session, const ScriptOptions& options, std::FILE* out) {
   const unsigned threads = options.threads ? options.threads
                                            : std::max(1u, std::thread::hardware_concurrency());
+  const uint64_t window_bytes =
+      std::clamp(session.reader().data_size() / kWindowsPerFile, kMinWindowBytes, kMaxWindowBytes);
+  std::vector<TimeWindow> windows = plan_time_windows(session, window_bytes);
   Status written = ok_status();
-  {
+  if (!windows.empty()) {
+    written = WindowPipeline(session, options.format, out, std::move(windows), threads).run();
+  } else {
     Pipeline pipeline(session, options, out, threads);
     written = for_each_in_time_order(session, kBatch, [&](std::span<const OrderedSample> batch) {
       return pipeline.submit(batch);

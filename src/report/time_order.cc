@@ -148,6 +148,13 @@ Status sorted_offsets(const Session& session, size_t batch, const OrderedBatchFn
   return ok_status();
 }
 
+// Few enough samples wait for a round end at once that rounds, not the whole
+// file, bound what is held (the round merge's memory, a window's overlap).
+bool rounds_small(const Session& session) {
+  return session.sample_order().max_pending <=
+         std::max<uint64_t>(kMinPending, session.sample_count() / 16);
+}
+
 }  // namespace
 
 void RecordStore::grow(size_t more) {
@@ -161,12 +168,102 @@ void RecordStore::grow(size_t more) {
 Status for_each_in_time_order(const Session& session, size_t batch, const OrderedBatchFn& fn) {
   batch = std::max<size_t>(batch, 1);
   const SampleOrder& order = session.sample_order();
-  const bool rounds_small =
-      order.max_pending <= std::max<uint64_t>(kMinPending, session.sample_count() / 16);
-  if (!session.compressed() && !(order.by_rounds && rounds_small)) {
+  if (!session.compressed() && !(order.by_rounds && rounds_small(session))) {
     return sorted_offsets(session, batch, fn);
   }
   return RoundMerger(session, batch, fn, order.by_rounds).run();
+}
+
+std::vector<TimeWindow> plan_time_windows(std::span<const RoundMark> rounds, uint64_t data_begin,
+                                          uint64_t data_end, uint64_t target_bytes) {
+  // Segment j holds the records after round end j (the data start for j = 0)
+  // up to round end j + 1 (the data end after the last). limit(j) is the
+  // clock's limit after round end j. Under the contract a sample of segment j
+  // has limit(j) <= time (it is not older than the limit passed) and
+  // time <= limit(j + 2) (the newest time at round end j + 1 becomes the
+  // limit at round end j + 2); past the last round there is no upper bound.
+  const size_t rounds_n = rounds.size();
+  auto limit = [&](size_t j) { return j == 0 ? uint64_t{0} : rounds[j - 1].limit; };
+  auto segment_start = [&](size_t j) {
+    return j == 0 ? data_begin : j <= rounds_n ? rounds[j - 1].offset : data_end;
+  };
+  // The first j with limit(j) > t (limits never decrease; limit(0) = 0 <= t).
+  auto first_above = [&](uint64_t t) -> size_t {
+    auto it = std::upper_bound(rounds.begin(), rounds.end(), t,
+                               [](uint64_t v, const RoundMark& m) { return v < m.limit; });
+    return 1 + static_cast<size_t>(it - rounds.begin());
+  };
+
+  // Cut at a round's limit once the window since the last cut spans the
+  // target; equal limits cannot separate anything.
+  std::vector<uint64_t> cuts;
+  uint64_t own_start = data_begin;
+  for (size_t j = 1; j <= rounds_n; j++) {
+    const uint64_t cut = limit(j);
+    if (segment_start(j) - own_start < target_bytes) continue;
+    if (cut == std::numeric_limits<uint64_t>::max()) break;  // nothing can follow it
+    if (!cuts.empty() && cut <= cuts.back()) continue;
+    cuts.push_back(cut);
+    own_start = segment_start(j);
+  }
+
+  std::vector<TimeWindow> windows(cuts.size() + 1);
+  for (size_t k = 0; k < windows.size(); k++) {
+    TimeWindow& w = windows[k];
+    const bool first = k == 0, last = k == cuts.size();
+    w.first_time = first ? 0 : cuts[k - 1] + 1;
+    w.last_time = last ? std::numeric_limits<uint64_t>::max() : cuts[k];
+    // Times above cuts[k - 1]: segment j qualifies when limit(j + 2) > it,
+    // i.e. from two segments before the first limit above it.
+    const size_t from = first ? 0 : first_above(cuts[k - 1]);
+    w.begin = segment_start(from >= 2 ? from - 2 : 0);
+    // Times up to cuts[k]: segments whose limit is at most that.
+    w.end = last ? data_end : segment_start(first_above(cuts[k]));
+  }
+  for (size_t k = 0; k < windows.size(); k++) {
+    const uint64_t next = k + 1 < windows.size() ? windows[k + 1].begin : data_end;
+    windows[k].progress_bytes = next - windows[k].begin;
+  }
+  return windows;
+}
+
+std::vector<TimeWindow> plan_time_windows(const Session& session, uint64_t target_bytes) {
+  const SampleOrder& order = session.sample_order();
+  if (session.compressed() || !order.by_rounds || !rounds_small(session)) return {};
+  const uint64_t begin = session.reader().data_offset();
+  return plan_time_windows(order.rounds, begin, begin + session.reader().data_size(), target_bytes);
+}
+
+Status WindowSamples::collect(const Session& session, const TimeWindow& window) {
+  bytes_.clear();
+  keys_.clear();
+  kept_.clear();
+  out_.clear();
+  const perfdata::FileReader& reader = session.reader();
+  BPFPROF_TRY(session.for_each_record_in(
+      window.begin, window.end, window.progress_bytes, [&](const perf::RecordView& r, uint64_t) {
+        if (r.header.type != perf::kRecordSample) return;
+        const perfdata::FileAttr* attr = reader.attr_for(r);
+        if (attr == nullptr) return;  // not emitted by the other orders either
+        const uint64_t time = attr->layout.time_of(r).value_or(0);
+        if (time < window.first_time || time > window.last_time) return;
+        keys_.push_back(Key{time, kept_.size()});
+        kept_.push_back(Kept{bytes_.append(r.bytes), r.offset, &attr->layout});
+      }));
+  // kept_ is in file order: sorting (time, index) is a stable sort by time.
+  std::sort(keys_.begin(), keys_.end(), [](const Key& a, const Key& b) {
+    return a.time != b.time ? a.time < b.time : a.index < b.index;
+  });
+  out_.reserve(keys_.size());
+  for (const Key& key : keys_) {
+    const Kept& k = kept_[key.index];
+    perf::RecordView v;
+    v.header = load_unaligned<perf::RecordHeader>(bytes_.at(k.at));
+    v.bytes = Bytes(bytes_.at(k.at), v.header.size);
+    v.offset = k.offset;
+    out_.push_back(OrderedSample{v, k.layout});
+  }
+  return ok_status();
 }
 
 }  // namespace bpfprof::report
