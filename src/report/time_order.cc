@@ -250,20 +250,54 @@ Status WindowSamples::collect(const Session& session, const TimeWindow& window) 
         keys_.push_back(Key{time, kept_.size()});
         kept_.push_back(Kept{bytes_.append(r.bytes), r.offset, &attr->layout});
       }));
-  // kept_ is in file order: sorting (time, index) is a stable sort by time.
-  std::sort(keys_.begin(), keys_.end(), [](const Key& a, const Key& b) {
-    return a.time != b.time ? a.time < b.time : a.index < b.index;
-  });
-  out_.reserve(keys_.size());
-  for (const Key& key : keys_) {
-    const Kept& k = kept_[key.index];
-    perf::RecordView v;
+  sort_keys();
+  out_.resize(keys_.size());
+  for (size_t i = 0; i < keys_.size(); i++) {
+    const Kept& k = kept_[keys_[i].index];
+    perf::RecordView& v = out_[i].record;
     v.header = load_unaligned<perf::RecordHeader>(bytes_.at(k.at));
     v.bytes = Bytes(bytes_.at(k.at), v.header.size);
     v.offset = k.offset;
-    out_.push_back(OrderedSample{v, k.layout});
+    out_[i].layout = k.layout;
   }
   return ok_status();
+}
+
+void WindowSamples::sort_keys() {
+  // keys_ is in file order (index ascending), so sorting by (time, index) is
+  // a stable sort by time. It is mostly ascending runs (a round holds each
+  // CPU's records in time order): merge the runs, pairwise, until one is left.
+  const size_t n = keys_.size();
+  runs_.clear();
+  runs_.push_back(0);
+  for (size_t i = 1; i < n; i++) {
+    if (keys_[i].time < keys_[i - 1].time) runs_.push_back(i);
+  }
+  runs_.push_back(n);
+  auto less = [](const Key& a, const Key& b) {
+    return a.time != b.time ? a.time < b.time : a.index < b.index;
+  };
+  if (runs_.size() - 1 > n / 8) {  // short runs: merging them gains nothing
+    std::sort(keys_.begin(), keys_.end(), less);
+    return;
+  }
+  scratch_.resize(n);
+  while (runs_.size() > 2) {
+    size_t kept_runs = 0;
+    for (size_t r = 0; r + 1 < runs_.size(); r += 2) {
+      const size_t begin = runs_[r], mid = runs_[r + 1];
+      const size_t end = r + 2 < runs_.size() ? runs_[r + 2] : mid;
+      std::merge(keys_.begin() + static_cast<ptrdiff_t>(begin),
+                 keys_.begin() + static_cast<ptrdiff_t>(mid),
+                 keys_.begin() + static_cast<ptrdiff_t>(mid),
+                 keys_.begin() + static_cast<ptrdiff_t>(end),
+                 scratch_.begin() + static_cast<ptrdiff_t>(begin), less);
+      runs_[kept_runs++] = begin;
+    }
+    runs_[kept_runs++] = n;
+    runs_.resize(kept_runs);
+    std::swap(keys_, scratch_);
+  }
 }
 
 }  // namespace bpfprof::report

@@ -111,8 +111,12 @@ class WindowSamples {
     const perf::SampleLayout* layout;
   };
 
+  // Sorts keys_ by (time, index).
+  void sort_keys();
+
   RecordStore bytes_;
-  std::vector<Key> keys_;
+  std::vector<Key> keys_, scratch_;
+  std::vector<size_t> runs_;  // where ascending runs of keys_ start, then its size
   std::vector<Kept> kept_;
   std::vector<OrderedSample> out_;
 };

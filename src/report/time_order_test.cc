@@ -43,18 +43,33 @@ struct GenRecord {
 // Rounds as a recorder keeping the contract writes them: every record's time
 // is at or above the limit in force (ties with it are frequent: times are
 // multiples of 10), and up to `spread` above it, so samples of neighbouring
-// rounds interleave in time. Some rounds are empty or hold only COMMs.
-std::vector<GenRecord> generate(uint32_t seed, size_t rounds, size_t max_per_round,
-                                uint64_t spread) {
+// rounds interleave in time. Some rounds are empty or hold only COMMs. With
+// `cpus` > 0 a round is that many runs in time order (one per CPU ring, as
+// perf and bpfprof write them); with 0 its times are in random order.
+std::vector<GenRecord> generate(uint32_t seed, size_t rounds, size_t max_per_round, uint64_t spread,
+                                size_t cpus = 0) {
   std::mt19937 rng(seed);
   RoundClock clock;
   std::vector<GenRecord> out;
   for (size_t r = 0; r < rounds; r++) {
     const size_t n = std::uniform_int_distribution<size_t>(0, max_per_round)(rng);
+    std::vector<GenRecord> round;
     for (size_t i = 0; i < n; i++) {
       GenRecord g;
       g.sample = std::uniform_int_distribution<int>(0, 9)(rng) != 0;
       g.time = clock.limit() + 10 * std::uniform_int_distribution<uint64_t>(0, spread)(rng);
+      round.push_back(g);
+    }
+    if (cpus > 0) {
+      // Consecutive slices, each sorted: one run per CPU.
+      for (size_t c = 0; c < cpus; c++) {
+        auto first = round.begin() + static_cast<ptrdiff_t>(n * c / cpus);
+        auto last = round.begin() + static_cast<ptrdiff_t>(n * (c + 1) / cpus);
+        std::stable_sort(first, last,
+                         [](const GenRecord& a, const GenRecord& b) { return a.time < b.time; });
+      }
+    }
+    for (const GenRecord& g : round) {
       clock.saw(g.time);
       out.push_back(g);
     }
@@ -252,9 +267,11 @@ TEST_F(ScriptTimeWindowsFile, PassOneRecordsEveryRoundWithItsLimit) {
 }
 
 TEST_F(ScriptTimeWindowsFile, CollectedWindowsAreAStableSortByTime) {
-  for (uint32_t seed = 1; seed <= 6; seed++) {
+  for (uint32_t seed = 1; seed <= 8; seed++) {
+    // Odd seeds: random order inside rounds; even: per-CPU runs (the merge
+    // of runs, not the fallback sort, orders a window then).
     const std::string path = dir_.file("w" + std::to_string(seed) + ".data");
-    write_recording(path, generate(seed, 200, 30, 8), 2);
+    write_recording(path, generate(seed, 200, 60, 8, seed % 2 == 0 ? 1 + seed / 2 : 0), 2);
     auto session = open_session(path);
     ASSERT_TRUE(session);
     ASSERT_TRUE(session->sample_order().by_rounds);
@@ -300,7 +317,7 @@ TEST_F(ScriptTimeWindowsFile, BrokenContractHasNoWindows) {
 // sort's. The recording spans several windows (over 2 MiB).
 TEST_F(ScriptTimeWindowsFile, WriteScriptPrintsTheStableSort) {
   const std::string path = dir_.file("big.data");
-  write_recording(path, generate(9, 2000, 40, 10), 16);
+  write_recording(path, generate(9, 2000, 40, 10, 2), 16);
   auto session = open_session(path);
   ASSERT_TRUE(session);
   ASSERT_GT(session->reader().data_size(), 2u << 20);
