@@ -42,11 +42,11 @@ namespace {
 // Memory is a few batches (record copies and text) however long the file.
 constexpr size_t kBatch = 1 << 13;
 
-// Time windows (plan_time_windows) own about 1/64 of the data section each,
+// Time windows (plan_time_windows) own about 1/128 of the data section each,
 // within these bounds: enough windows to keep every thread busy and the
 // windows' overlap (a couple of rounds) small, few enough bytes per window
 // that the windows in flight stay a few tens of MiB.
-constexpr uint64_t kWindowsPerFile = 64;
+constexpr uint64_t kWindowsPerFile = 128;
 constexpr uint64_t kMinWindowBytes = 1 << 20, kMaxWindowBytes = 8 << 20;
 
 // Text of many lines, written through a raw pointer: a line reserves room
@@ -445,7 +445,7 @@ class WindowPipeline {
         format_(format),
         out_(out),
         windows_(std::move(windows)),
-        slots_(2 * size_t{workers} + 2) {
+        slots_(size_t{workers} + 2) {
     for (unsigned i = 0; i < workers; i++) workers_.emplace_back([this] { work(); });
   }
   ~WindowPipeline() {
@@ -496,6 +496,12 @@ Status WindowPipeline::run() {
     if (std::fwrite(slot.text.data(), 1, slot.text.size(), out_) != slot.text.size()) {
       return make_sys_error("writing the script output", errno);
     }
+    // Windows were read through the file's mapping; the ones still to come
+    // start at or after the next one's begin.
+    const perfdata::FileReader& reader = session_.reader();
+    const uint64_t next =
+        k + 1 < windows_.size() ? windows_[k + 1].begin : reader.data_offset() + reader.data_size();
+    reader.drop_pages(windows_[k].begin, next);
     {
       std::lock_guard lock(mu_);
       slot.done = false;

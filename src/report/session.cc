@@ -230,13 +230,6 @@ Status Session::for_each_record(const RecordFn& fn) const {
   return walked;
 }
 
-Status Session::for_each_record_in(uint64_t begin, uint64_t end, uint64_t progress_bytes,
-                                   const RecordFn& fn) const {
-  Status walked = reader_.for_each_record_in(begin, end, fn);
-  if (progress_) progress_->add_bytes(progress_bytes);
-  return walked;
-}
-
 Result<perf::RecordView> Session::record_at(uint64_t file_offset) const {
   const uint64_t begin = reader_.data_offset();
   if (compressed_ || file_offset < begin) {

@@ -105,13 +105,11 @@ class Session {
   // FileReader::for_each_record); views are valid during the call only. Not
   // thread-safe.
   Status for_each_record(const RecordFn& fn) const;
-  // Calls fn for every record that starts in file bytes [begin, end) of a
-  // plain file, in file order; `begin` must be a record start pass 1 saw.
-  // Thread-safe: ranges (even overlapping ones) may be walked in parallel.
-  // Counts `progress_bytes` as walked when it ends, so walks whose ranges
-  // overlap can report a share each that sums to the data section.
-  Status for_each_record_in(uint64_t begin, uint64_t end, uint64_t progress_bytes,
-                            const RecordFn& fn) const;
+  // Counts `bytes` of the data section as walked (walks of their own, such
+  // as script's windows, report their share of the file). Thread-safe.
+  void count_progress(uint64_t bytes) const {
+    if (progress_) progress_->add_bytes(bytes);
+  }
   const SampleOrder& sample_order() const { return sample_order_; }
   // The sample record at a file offset pass 1 saw (plain files only).
   Result<perf::RecordView> record_at(uint64_t file_offset) const;

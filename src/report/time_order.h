@@ -94,30 +94,25 @@ std::vector<TimeWindow> plan_time_windows(const Session& session, uint64_t targe
 // from window to window: its buffers keep their capacity.
 class WindowSamples {
  public:
-  // Reads the window's byte range (adding its progress share) and keeps the
-  // samples in its time range. Errors: the range failing to read again.
+  // Walks the window's byte range (counting its progress share) and keeps
+  // the samples in its time range. Errors: a malformed record (the file
+  // changed since pass 1).
   Status collect(const Session& session, const TimeWindow& window);
-  // Valid until the next collect().
+  // Views into the data section: valid until the next collect() and until
+  // the window's pages are dropped (FileReader::drop_pages).
   std::span<const OrderedSample> samples() const { return out_; }
 
  private:
   struct Key {
     uint64_t time;
-    uint64_t index;  // into kept_, which is in file order
+    uint64_t index;  // into kept_
   };
-  struct Kept {
-    size_t at;  // where its bytes start in bytes_
-    uint64_t offset;
-    const perf::SampleLayout* layout;
-  };
-
   // Sorts keys_ by (time, index).
   void sort_keys();
 
-  RecordStore bytes_;
   std::vector<Key> keys_, scratch_;
   std::vector<size_t> runs_;  // where ascending runs of keys_ start, then its size
-  std::vector<Kept> kept_;
+  std::vector<OrderedSample> kept_;  // in file order
   std::vector<OrderedSample> out_;
 };
 
