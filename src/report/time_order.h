@@ -4,10 +4,11 @@
 //  - When pass 1 found that every sample respects perf's FINISHED_ROUND
 //    contract (SampleOrder::by_rounds), samples wait, copied, only until the
 //    round end that releases them: memory is about two rounds of samples.
-//  - In a plain file that keeps the contract, the time axis is also cut into
-//    windows at round limits (plan_time_windows): each window's samples lie
-//    in a byte range known from pass 1's rounds, so windows are collected
-//    and sorted independently, in parallel, and emitted one after the other.
+//  - In a plain file that keeps the contract, script cuts the time axis into
+//    windows at round limits instead (plan_time_windows): each window's
+//    samples lie in a byte range known from pass 1's rounds, so windows are
+//    read in place (through the mapping), sorted and formatted independently,
+//    in parallel, and written one after the other.
 //  - Otherwise, in a plain file, (time, file offset) pairs are sorted
 //    (16 bytes per sample) and records are read back through the mapping.
 //  - Otherwise (a COMPRESSED file breaking the contract: one zstd stream,
@@ -98,8 +99,8 @@ class WindowSamples {
   // the samples in its time range. Errors: a malformed record (the file
   // changed since pass 1).
   Status collect(const Session& session, const TimeWindow& window);
-  // Views into the data section: valid until the next collect() and until
-  // the window's pages are dropped (FileReader::drop_pages).
+  // Views into the data section, valid until the next collect(). The caller
+  // drops the window's pages when it is done (FileReader::drop_pages).
   std::span<const OrderedSample> samples() const { return out_; }
 
  private:
