@@ -175,9 +175,8 @@ bool is_ascii(std::string_view s) {
 class JsonString {
  public:
   explicit JsonString(std::string_view s) : plain_(s) {
-    const bool plain = std::all_of(s.begin(), s.end(), [](char c) {
-      return c >= 0x20 && c < 0x7f && c != '"' && c != '\\';
-    });
+    const bool plain = std::all_of(
+        s.begin(), s.end(), [](char c) { return c >= 0x20 && c < 0x7f && c != '"' && c != '\\'; });
     if (!plain) {
       escaped_ = nlohmann::json(s).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
       plain_ = {};
@@ -203,10 +202,10 @@ void format_sample(const Session& session, const OrderedSample& ref, ScriptForma
   auto sample = perf::Sample::parse(ref.record, *ref.layout);
   if (!sample.ok()) {
     // Pass 1 accepted the header; a body that does not parse is still a sample.
-    out.append(format == ScriptFormat::kJson
-                   ? fmt::format("{{\"error\":\"bad sample at byte offset 0x{:x}\"}}\n",
-                                 ref.record.offset)
-                   : fmt::format("# bad sample at byte offset 0x{:x}\n", ref.record.offset));
+    out.append(
+        format == ScriptFormat::kJson
+            ? fmt::format("{{\"error\":\"bad sample at byte offset 0x{:x}\"}}\n", ref.record.offset)
+            : fmt::format("# bad sample at byte offset 0x{:x}\n", ref.record.offset));
     return;
   }
   const symbols::Symbolizer& sym = session.symbolizer();
@@ -329,7 +328,7 @@ class Pipeline {
   struct Slot {
     RecordStore bytes;
     std::vector<OrderedSample> samples;
-    std::vector<TextBuffer> texts;  // one per part
+    std::vector<TextBuffer> texts;   // one per part
     size_t parts = 0;                // parts of samples handed out; 0 = slot empty
     size_t parts_done = 0;           // guarded by mu_
   };

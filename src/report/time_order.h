@@ -112,7 +112,7 @@ class WindowSamples {
   void sort_keys();
 
   std::vector<Key> keys_, scratch_;
-  std::vector<size_t> runs_;  // where ascending runs of keys_ start, then its size
+  std::vector<size_t> runs_;         // where ascending runs of keys_ start, then its size
   std::vector<OrderedSample> kept_;  // in file order
   std::vector<OrderedSample> out_;
 };
