@@ -2,14 +2,31 @@
 #include "report/script.h"
 
 #include <algorithm>
+#include <bit>
 #include <cerrno>
-#include <charconv>
 #include <condition_variable>
 #include <deque>
-#include <iterator>
+#include <cstring>
+#include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
+#include <utility>
+#include <vector>
+
+#include <algorithm>
+#include <bit>
+#include <cerrno>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
@@ -25,22 +42,126 @@ namespace {
 // Memory is a few batches (record copies and text) however long the file.
 constexpr size_t kBatch = 1 << 13;
 
-// Appends `v` in decimal, padded with `fill` to `width` on the left (right
-// alignment) or with spaces on the right.
-void append_uint(std::string& out, uint64_t v, size_t width = 0, char fill = ' ',
-                 bool left = false) {
-  char buf[20];
-  const size_t n = static_cast<size_t>(std::to_chars(buf, buf + sizeof buf, v).ptr - buf);
-  if (!left && n < width) out.append(width - n, fill);
-  out.append(buf, n);
-  if (left && n < width) out.append(width - n, ' ');
+// Time windows (plan_time_windows) own about 1/128 of the data section each,
+// within these bounds: enough windows to keep every thread busy and the
+// windows' overlap (a couple of rounds) small, few enough bytes per window
+// that the windows in flight stay a few tens of MiB.
+constexpr uint64_t kWindowsPerFile = 128;
+constexpr uint64_t kMinWindowBytes = 1 << 20, kMaxWindowBytes = 8 << 20;
+
+// Text of many lines, written through a raw pointer: a line reserves room
+// for its longest form, writes its fields with plain stores and commits what
+// it used. Growing does not zero the new bytes, and clear() keeps the
+// capacity, so a buffer refilled for every batch costs no allocation.
+class TextBuffer {
+ public:
+  // At least `n` writable bytes at the returned pointer, until commit().
+  char* reserve(size_t n) {
+    if (capacity_ - size_ < n) grow(n);
+    return data_.get() + size_;
+  }
+  // Keeps the bytes written from reserve()'s pointer up to `end`.
+  void commit(char* end) { size_ = static_cast<size_t>(end - data_.get()); }
+  void append(std::string_view s) {
+    char* p = reserve(s.size());
+    std::memcpy(p, s.data(), s.size());
+    commit(p + s.size());
+  }
+  const char* data() const { return data_.get(); }
+  size_t size() const { return size_; }
+  void clear() { size_ = 0; }
+
+ private:
+  void grow(size_t more) {
+    const size_t capacity = std::max({size_ + more, 2 * capacity_, size_t{1} << 16});
+    auto data = std::make_unique_for_overwrite<char[]>(capacity);
+    if (size_ > 0) std::memcpy(data.get(), data_.get(), size_);
+    data_ = std::move(data);
+    capacity_ = capacity;
+  }
+
+  std::unique_ptr<char[]> data_;
+  size_t size_ = 0, capacity_ = 0;
+};
+
+// Field writers: each writes at p and returns the end. A line reserves
+// kLineFixed bytes for its fixed text and numbers plus its strings' sizes;
+// padding writes a whole kPad block and keeps what it needs (the next field
+// overwrites the rest), which is why kLineFixed leaves kPad bytes spare.
+constexpr size_t kLineFixed = 384;
+constexpr unsigned kPad = 16;
+constexpr char kSpaces[kPad + 1] = "                ";
+constexpr char kZeros[kPad + 1] = "0000000000000000";
+
+template <size_t N>
+[[gnu::always_inline]] inline char* put(char* p, const char (&literal)[N]) {
+  std::memcpy(p, literal, N - 1);
+  return p + N - 1;
 }
 
-void append_hex(std::string& out, uint64_t v, size_t width = 0) {
-  char buf[16];
-  const size_t n = static_cast<size_t>(std::to_chars(buf, buf + sizeof buf, v, 16).ptr - buf);
-  if (n < width) out.append(width - n, ' ');
-  out.append(buf, n);
+[[gnu::always_inline]] inline char* put(char* p, std::string_view s) {
+  std::memcpy(p, s.data(), s.size());
+  return p + s.size();
+}
+
+// `n` (<= kPad) copies of `fill` (' ' or '0').
+[[gnu::always_inline]] inline char* put_pad(char* p, unsigned n, char fill) {
+  std::memcpy(p, fill == '0' ? kZeros : kSpaces, kPad);
+  return p + n;
+}
+
+[[gnu::always_inline]] inline unsigned decimal_digits(uint64_t v) {
+  unsigned n = 1;
+  for (;;) {
+    if (v < 10) return n;
+    if (v < 100) return n + 1;
+    if (v < 1000) return n + 2;
+    if (v < 10000) return n + 3;
+    v /= 10000;
+    n += 4;
+  }
+}
+
+// The `n` decimal digits of `v` at p, two at a time from the right.
+[[gnu::always_inline]] inline char* put_digits(char* p, uint64_t v, unsigned n) {
+  static constexpr char kPairs[] =
+      "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+      "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+      "8081828384858687888990919293949596979899";
+  char* end = p + n;
+  char* q = end;
+  while (v >= 100) {
+    q -= 2;
+    std::memcpy(q, kPairs + 2 * (v % 100), 2);
+    v /= 100;
+  }
+  if (v >= 10) {
+    q -= 2;
+    std::memcpy(q, kPairs + 2 * v, 2);
+  } else {
+    *--q = static_cast<char>('0' + v);
+  }
+  return end;
+}
+
+// `v` in decimal, padded with `fill` on the left to `width` <= kPad (right
+// alignment), or with spaces on the right when `left`.
+[[gnu::always_inline]] inline char* put_uint(char* p, uint64_t v, unsigned width = 0,
+                                             char fill = ' ', bool left = false) {
+  const unsigned n = decimal_digits(v);
+  if (!left && n < width) p = put_pad(p, width - n, fill);
+  p = put_digits(p, v, n);
+  if (left && n < width) p = put_pad(p, width - n, ' ');
+  return p;
+}
+
+// `v` in lowercase hex, padded with spaces on the left to `width` <= kPad.
+[[gnu::always_inline]] inline char* put_hex(char* p, uint64_t v, unsigned width = 0) {
+  const unsigned n = v == 0 ? 1 : (static_cast<unsigned>(std::bit_width(v)) + 3) / 4;
+  if (n < width) p = put_pad(p, width - n, ' ');
+  char* end = p + n;
+  for (char* q = end; q != p; v >>= 4) *--q = "0123456789abcdef"[v & 15];
+  return end;
 }
 
 bool is_ascii(std::string_view s) {
@@ -51,27 +172,40 @@ bool is_ascii(std::string_view s) {
 // nothing to escape) is copied; anything else goes through the library.
 // Invalid UTF-8 becomes U+FFFD: the kernel cuts a COMM at 15 bytes, possibly
 // inside a character (the library's default throws, which aborted script).
-void append_json_string(std::string& out, std::string_view s) {
-  const bool plain = std::all_of(s.begin(), s.end(), [](char c) {
-    return c >= 0x20 && c < 0x7f && c != '"' && c != '\\';
-  });
-  if (plain) {
-    out += '"';
-    out += s;
-    out += '"';
-  } else {
-    out += nlohmann::json(s).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+class JsonString {
+ public:
+  explicit JsonString(std::string_view s) : plain_(s) {
+    const bool plain = std::all_of(
+        s.begin(), s.end(), [](char c) { return c >= 0x20 && c < 0x7f && c != '"' && c != '\\'; });
+    if (!plain) {
+      escaped_ = nlohmann::json(s).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+      plain_ = {};
+    }
   }
-}
+  // Bytes put() writes at most.
+  size_t size() const { return escaped_.empty() ? plain_.size() + 2 : escaped_.size(); }
+  char* put(char* p) const {
+    if (!escaped_.empty()) return report::put(p, escaped_);
+    *p++ = '"';
+    p = report::put(p, plain_);
+    *p++ = '"';
+    return p;
+  }
+
+ private:
+  std::string_view plain_;
+  std::string escaped_;  // empty when plain
+};
 
 void format_sample(const Session& session, const OrderedSample& ref, ScriptFormat format,
-                   std::vector<SymbolizedFrame>& frames, std::string& out) {
+                   std::vector<SymbolizedFrame>& frames, TextBuffer& out) {
   auto sample = perf::Sample::parse(ref.record, *ref.layout);
   if (!sample.ok()) {
     // Pass 1 accepted the header; a body that does not parse is still a sample.
-    out += format == ScriptFormat::kJson
-               ? fmt::format("{{\"error\":\"bad sample at byte offset 0x{:x}\"}}\n", ref.record.offset)
-               : fmt::format("# bad sample at byte offset 0x{:x}\n", ref.record.offset);
+    out.append(
+        format == ScriptFormat::kJson
+            ? fmt::format("{{\"error\":\"bad sample at byte offset 0x{:x}\"}}\n", ref.record.offset)
+            : fmt::format("# bad sample at byte offset 0x{:x}\n", ref.record.offset));
     return;
   }
   const symbols::Symbolizer& sym = session.symbolizer();
@@ -90,67 +224,76 @@ void format_sample(const Session& session, const OrderedSample& ref, ScriptForma
     // {"comm":..,"pid":..,"tid":..,"cpu":..,"time":..,"period":..,"ip":"0x..",
     //  "sym":..,"off":..,"dso":..[,"bpf_prog_id":..,"bpf_prog":..]}, as
     // nlohmann::ordered_json dumps it.
-    out += "{\"comm\":";
-    append_json_string(out, comm);
-    out += ",\"pid\":";
-    append_uint(out, sample->pid);
-    out += ",\"tid\":";
-    append_uint(out, sample->tid);
-    out += ",\"cpu\":";
-    append_uint(out, sample->cpu);
-    out += ",\"time\":";
-    append_uint(out, sample->time);
-    out += ",\"period\":";
-    append_uint(out, sample->period);
-    out += ",\"ip\":\"0x";
-    append_hex(out, ip);
-    out += "\",\"sym\":";
-    append_json_string(out, leaf.symbol);
-    out += ",\"off\":";
-    append_uint(out, off);
-    out += ",\"dso\":";
-    append_json_string(out, leaf.dso);
-    if (leaf.bpf_program != 0) {
+    const JsonString comm_json(comm), sym_json(leaf.symbol), dso_json(leaf.dso);
+    const symbols::BpfProgram* prog =
+        leaf.bpf_program != 0 ? &sym.bpf_programs()[leaf.bpf_program - 1] : nullptr;
+    std::optional<JsonString> prog_json;
+    if (prog != nullptr) prog_json.emplace(prog->name);
+    char* p = out.reserve(kLineFixed + comm_json.size() + sym_json.size() + dso_json.size() +
+                          (prog_json ? prog_json->size() : 0));
+    p = put(p, "{\"comm\":");
+    p = comm_json.put(p);
+    p = put(p, ",\"pid\":");
+    p = put_uint(p, sample->pid);
+    p = put(p, ",\"tid\":");
+    p = put_uint(p, sample->tid);
+    p = put(p, ",\"cpu\":");
+    p = put_uint(p, sample->cpu);
+    p = put(p, ",\"time\":");
+    p = put_uint(p, sample->time);
+    p = put(p, ",\"period\":");
+    p = put_uint(p, sample->period);
+    p = put(p, ",\"ip\":\"0x");
+    p = put_hex(p, ip);
+    p = put(p, "\",\"sym\":");
+    p = sym_json.put(p);
+    p = put(p, ",\"off\":");
+    p = put_uint(p, off);
+    p = put(p, ",\"dso\":");
+    p = dso_json.put(p);
+    if (prog != nullptr) {
       // Names repeat across program instances (same code, same tag): the id
       // says which instance ran.
-      const symbols::BpfProgram& p = sym.bpf_programs()[leaf.bpf_program - 1];
-      out += ",\"bpf_prog_id\":";
-      append_uint(out, p.id);
-      out += ",\"bpf_prog\":";
-      append_json_string(out, p.name);
+      p = put(p, ",\"bpf_prog_id\":");
+      p = put_uint(p, prog->id);
+      p = put(p, ",\"bpf_prog\":");
+      p = prog_json->put(p);
     }
-    out += "}\n";
+    p = put(p, "}\n");
+    out.commit(p);
     return;
   }
   // "{:>16} {:>7}/{:<7} [{:03}] {}.{:06}: {:16x} {}+0x{:x} ({})\n" by hand.
   // fmt pads by display width; for ASCII that is the byte count.
-  if (is_ascii(comm)) {
-    if (comm.size() < 16) out.append(16 - comm.size(), ' ');
-    out += comm;
-  } else {
-    fmt::format_to(std::back_inserter(out), "{:>16}", comm);
+  const bool ascii = is_ascii(comm);
+  if (!ascii) out.append(fmt::format("{:>16}", comm));
+  char* p = out.reserve(kLineFixed + comm.size() + leaf.symbol.size() + leaf.dso.size());
+  if (ascii) {
+    if (comm.size() < 16) p = put_pad(p, 16 - static_cast<unsigned>(comm.size()), ' ');
+    p = put(p, comm);
   }
-  out += ' ';
-  append_uint(out, sample->pid, 7);
-  out += '/';
-  append_uint(out, sample->tid, 7, ' ', true);
-  out += " [";
-  append_uint(out, sample->cpu, 3, '0');
-  out += "] ";
-  append_uint(out, sample->time / 1000000000);
-  out += '.';
-  append_uint(out, sample->time % 1000000000 / 1000, 6, '0');
-  out += ": ";
-  append_hex(out, ip, 16);
-  out += ' ';
-  out += leaf.symbol;
+  p = put(p, " ");
+  p = put_uint(p, sample->pid, 7);
+  p = put(p, "/");
+  p = put_uint(p, sample->tid, 7, ' ', true);
+  p = put(p, " [");
+  p = put_uint(p, sample->cpu, 3, '0');
+  p = put(p, "] ");
+  p = put_uint(p, sample->time / 1000000000);
+  p = put(p, ".");
+  p = put_uint(p, sample->time % 1000000000 / 1000, 6, '0');
+  p = put(p, ": ");
+  p = put_hex(p, ip, 16);
+  p = put(p, " ");
+  p = put(p, leaf.symbol);
   if (known) {
-    out += "+0x";
-    append_hex(out, off);
+    p = put(p, "+0x");
+    p = put_hex(p, off);
   }
-  out += " (";
-  out += leaf.dso;
-  out += ")\n";
+  p = put(p, " (");
+  p = put(p, leaf.dso);
+  p = put(p, ")\n");
+  out.commit(p);
 }
 
 // The walk (the caller's thread) fills batches; worker threads format them;
@@ -185,7 +328,7 @@ class Pipeline {
   struct Slot {
     RecordStore bytes;
     std::vector<OrderedSample> samples;
-    std::vector<std::string> texts;  // one per part
+    std::vector<TextBuffer> texts;   // one per part
     size_t parts = 0;                // parts of samples handed out; 0 = slot empty
     size_t parts_done = 0;           // guarded by mu_
   };
@@ -245,7 +388,7 @@ Status Pipeline::drain(Slot& slot) {
   const size_t parts = slot.parts;
   slot.parts = 0;
   for (size_t p = 0; p < parts; p++) {
-    const std::string& text = slot.texts[p];
+    const TextBuffer& text = slot.texts[p];
     if (std::fwrite(text.data(), 1, text.size(), out_) != text.size()) {
       return make_sys_error("writing the script output", errno);
     }
@@ -275,7 +418,7 @@ void Pipeline::work() {
     Slot& slot = *task.slot;
     const size_t n = slot.samples.size(), per = (n + slot.parts - 1) / slot.parts;
     const size_t begin = std::min(n, task.part * per), end = std::min(n, begin + per);
-    std::string& text = slot.texts[task.part];
+    TextBuffer& text = slot.texts[task.part];
     text.clear();
     for (size_t i = begin; i < end; i++) {
       format_sample(session_, slot.samples[i], format_, frames, text);
@@ -288,13 +431,127 @@ void Pipeline::work() {
   }
 }
 
+// Windows of the time axis, each collected, sorted and formatted by one
+// worker; the caller's thread writes their texts in window order. Windows are
+// disjoint and in time order, so that is the order of a stable sort by time.
+// At most slots_.size() windows are started and not yet written: memory is a
+// few windows whatever the size of the file.
+class WindowPipeline {
+ public:
+  WindowPipeline(const Session& session, ScriptFormat format, std::FILE* out,
+                 std::vector<TimeWindow> windows, unsigned workers)
+      : session_(session),
+        format_(format),
+        out_(out),
+        windows_(std::move(windows)),
+        slots_(size_t{workers} + 2) {
+    for (unsigned i = 0; i < workers; i++) workers_.emplace_back([this] { work(); });
+  }
+  ~WindowPipeline() {
+    {
+      std::lock_guard lock(mu_);
+      stop_ = true;
+    }
+    work_cv_.notify_all();
+    for (std::thread& t : workers_) t.join();
+  }
+  WindowPipeline(const WindowPipeline&) = delete;
+  WindowPipeline& operator=(const WindowPipeline&) = delete;
+
+  // Writes every window's text, in order. Errors: a window's range failing
+  // to read (after the windows before it were written), or writing.
+  Status run();
+
+ private:
+  struct Slot {
+    TextBuffer text;
+    Status status = ok_status();
+    bool done = false;  // guarded by mu_
+  };
+
+  void work();
+
+  const Session& session_;
+  const ScriptFormat format_;
+  std::FILE* const out_;
+  const std::vector<TimeWindow> windows_;
+  std::vector<Slot> slots_;  // window k uses slot k % size
+  std::mutex mu_;
+  std::condition_variable work_cv_, done_cv_;
+  size_t next_ = 0;     // the window a worker takes next; guarded by mu_
+  size_t written_ = 0;  // windows written; guarded by mu_
+  bool stop_ = false;
+  std::vector<std::thread> workers_;
+};
+
+Status WindowPipeline::run() {
+  for (size_t k = 0; k < windows_.size(); k++) {
+    Slot& slot = slots_[k % slots_.size()];
+    {
+      std::unique_lock lock(mu_);
+      done_cv_.wait(lock, [&] { return slot.done; });
+    }
+    if (!slot.status.ok()) return slot.status;
+    if (std::fwrite(slot.text.data(), 1, slot.text.size(), out_) != slot.text.size()) {
+      return make_sys_error("writing the script output", errno);
+    }
+    // Windows were read through the file's mapping; the ones still to come
+    // start at or after the next one's begin.
+    const perfdata::FileReader& reader = session_.reader();
+    const uint64_t next =
+        k + 1 < windows_.size() ? windows_[k + 1].begin : reader.data_offset() + reader.data_size();
+    reader.drop_pages(windows_[k].begin, next);
+    {
+      std::lock_guard lock(mu_);
+      slot.done = false;
+      written_++;
+    }
+    work_cv_.notify_all();
+  }
+  return ok_status();
+}
+
+void WindowPipeline::work() {
+  WindowSamples samples;
+  std::vector<SymbolizedFrame> frames;
+  for (;;) {
+    size_t k;
+    {
+      std::unique_lock lock(mu_);
+      work_cv_.wait(lock, [&] {
+        return stop_ || (next_ < windows_.size() && next_ < written_ + slots_.size());
+      });
+      if (stop_) return;
+      k = next_++;
+    }
+    Slot& slot = slots_[k % slots_.size()];
+    slot.text.clear();
+    slot.status = samples.collect(session_, windows_[k]);
+    if (slot.status.ok()) {
+      for (const OrderedSample& s : samples.samples()) {
+        format_sample(session_, s, format_, frames, slot.text);
+      }
+    }
+    {
+      std::lock_guard lock(mu_);
+      slot.done = true;
+    }
+    done_cv_.notify_one();
+  }
+}
+
 }  // namespace
 
 Status write_script(const Session& session, const ScriptOptions& options, std::FILE* out) {
   const unsigned threads = options.threads ? options.threads
                                            : std::max(1u, std::thread::hardware_concurrency());
+  const uint64_t window_bytes =
+      std::clamp(session.reader().data_size() / kWindowsPerFile, kMinWindowBytes, kMaxWindowBytes);
+  std::vector<TimeWindow> windows = plan_time_windows(session, window_bytes);
   Status written = ok_status();
-  {
+  if (!windows.empty()) {
+    written = WindowPipeline(session, options.format, out, std::move(windows), threads).run();
+  } else {
     Pipeline pipeline(session, options, out, threads);
     written = for_each_in_time_order(session, kBatch, [&](std::span<const OrderedSample> batch) {
       return pipeline.submit(batch);

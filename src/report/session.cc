@@ -51,6 +51,7 @@ struct Session::Piece {
     uint64_t min_sample_time = UINT64_MAX;  // untimed samples count as 0
     uint64_t samples = 0;
     bool ended = false;  // a FINISHED_ROUND ends it (else the piece ends first)
+    uint64_t end_offset = 0;  // that FINISHED_ROUND's file offset
   };
   Piece(Session& s, WalkProgress* progress) : session(s), progress(progress) {}
 
@@ -92,6 +93,7 @@ void Session::Piece::on_record(const perf::RecordView& view, uint64_t at) {
   Segment& seg = segments.back();
   if (type == perf::kRecordFinishedRound) {
     seg.ended = true;
+    seg.end_offset = at;
     segments.emplace_back();
     return;
   }
@@ -358,7 +360,7 @@ Status Session::pass1(const SessionOptions& options) {
       open = Piece::Segment{};
       flushed_up_to = sb_newest_at_round;
       sb_newest_at_round = sb_newest;
-      clock.end_round();
+      sample_order_.rounds.push_back(RoundMark{seg.end_offset, clock.end_round()});
       previous_round_samples = seg.samples;
     }
   }

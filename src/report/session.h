@@ -39,6 +39,13 @@ struct SessionOptions {
   uint64_t parallel_min_bytes = 16 << 20;
 };
 
+// A FINISHED_ROUND record: its file offset and the RoundClock limit right
+// after it (limits never decrease from one round to the next).
+struct RoundMark {
+  uint64_t offset = 0;
+  uint64_t limit = 0;
+};
+
 // What pass 1 learnt about the time order of samples, for `script`. perf's
 // FINISHED_ROUND contract: when a round ends, every record up to the newest
 // time seen before the previous round ended may be emitted (RoundClock).
@@ -48,6 +55,9 @@ struct SampleOrder {
   bool by_rounds = true;
   // Most samples waiting for a round end at once under that rule.
   uint64_t max_pending = 0;
+  // Every FINISHED_ROUND, in file order (their offsets mean something in
+  // plain files only: a COMPRESSED file has no record starts to seek to).
+  std::vector<RoundMark> rounds;
 };
 
 // The FINISHED_ROUND bookkeeping shared by pass 1 and script (same records,
@@ -99,6 +109,11 @@ class Session {
   // FileReader::for_each_record); views are valid during the call only. Not
   // thread-safe.
   Status for_each_record(const RecordFn& fn) const;
+  // Counts `bytes` of the data section as walked (walks of their own, such
+  // as script's windows, report their share of the file). Thread-safe.
+  void count_progress(uint64_t bytes) const {
+    if (progress_) progress_->add_bytes(bytes);
+  }
   const SampleOrder& sample_order() const { return sample_order_; }
   // The sample record at a file offset pass 1 saw (plain files only).
   Result<perf::RecordView> record_at(uint64_t file_offset) const;

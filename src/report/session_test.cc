@@ -122,6 +122,14 @@ void expect_same_sessions(const std::string& path, size_t parallel_pieces) {
   EXPECT_EQ(a.sample_count(), b.sample_count());
   EXPECT_EQ(a.sample_order().by_rounds, b.sample_order().by_rounds);
   EXPECT_EQ(a.sample_order().max_pending, b.sample_order().max_pending);
+  const auto& ra = a.sample_order().rounds;
+  const auto& rb = b.sample_order().rounds;
+  ASSERT_EQ(ra.size(), rb.size());
+  EXPECT_GT(ra.size(), 50u);
+  for (size_t i = 0; i < ra.size(); i++) {
+    EXPECT_EQ(ra[i].offset, rb[i].offset) << "round " << i;
+    EXPECT_EQ(ra[i].limit, rb[i].limit) << "round " << i;
+  }
   RenderOptions render;
   const std::string report_a = render_text(aggregate(a, {}), render);
   EXPECT_EQ(report_a, render_text(aggregate(b, {}), render));

@@ -4,8 +4,11 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <string>
 #include <utility>
 #include <vector>
+
+#include "perfdata/file_format.h"
 
 namespace bpfprof::report {
 namespace {
@@ -148,6 +151,13 @@ Status sorted_offsets(const Session& session, size_t batch, const OrderedBatchFn
   return ok_status();
 }
 
+// Few enough samples wait for a round end at once that rounds, not the whole
+// file, bound what is held (the round merge's memory, a window's overlap).
+bool rounds_small(const Session& session) {
+  return session.sample_order().max_pending <=
+         std::max<uint64_t>(kMinPending, session.sample_count() / 16);
+}
+
 }  // namespace
 
 void RecordStore::grow(size_t more) {
@@ -161,12 +171,162 @@ void RecordStore::grow(size_t more) {
 Status for_each_in_time_order(const Session& session, size_t batch, const OrderedBatchFn& fn) {
   batch = std::max<size_t>(batch, 1);
   const SampleOrder& order = session.sample_order();
-  const bool rounds_small =
-      order.max_pending <= std::max<uint64_t>(kMinPending, session.sample_count() / 16);
-  if (!session.compressed() && !(order.by_rounds && rounds_small)) {
+  if (!session.compressed() && !(order.by_rounds && rounds_small(session))) {
     return sorted_offsets(session, batch, fn);
   }
   return RoundMerger(session, batch, fn, order.by_rounds).run();
+}
+
+std::vector<TimeWindow> plan_time_windows(std::span<const RoundMark> rounds, uint64_t data_begin,
+                                          uint64_t data_end, uint64_t target_bytes) {
+  // Segment j holds the records after round end j (the data start for j = 0)
+  // up to round end j + 1 (the data end after the last). limit(j) is the
+  // clock's limit after round end j. Under the contract a sample of segment j
+  // has limit(j) <= time (it is not older than the limit passed) and
+  // time <= limit(j + 2) (the newest time at round end j + 1 becomes the
+  // limit at round end j + 2); past the last round there is no upper bound.
+  const size_t rounds_n = rounds.size();
+  auto limit = [&](size_t j) { return j == 0 ? uint64_t{0} : rounds[j - 1].limit; };
+  auto segment_start = [&](size_t j) {
+    return j == 0 ? data_begin : j <= rounds_n ? rounds[j - 1].offset : data_end;
+  };
+  // The first j with limit(j) > t (limits never decrease; limit(0) = 0 <= t).
+  auto first_above = [&](uint64_t t) -> size_t {
+    auto it = std::upper_bound(rounds.begin(), rounds.end(), t,
+                               [](uint64_t v, const RoundMark& m) { return v < m.limit; });
+    return 1 + static_cast<size_t>(it - rounds.begin());
+  };
+
+  // Cut at a round's limit once the window since the last cut spans the
+  // target; equal limits cannot separate anything.
+  std::vector<uint64_t> cuts;
+  uint64_t own_start = data_begin;
+  for (size_t j = 1; j <= rounds_n; j++) {
+    const uint64_t cut = limit(j);
+    if (segment_start(j) - own_start < target_bytes) continue;
+    if (cut == std::numeric_limits<uint64_t>::max()) break;  // nothing can follow it
+    if (!cuts.empty() && cut <= cuts.back()) continue;
+    cuts.push_back(cut);
+    own_start = segment_start(j);
+  }
+
+  std::vector<TimeWindow> windows(cuts.size() + 1);
+  for (size_t k = 0; k < windows.size(); k++) {
+    TimeWindow& w = windows[k];
+    const bool first = k == 0, last = k == cuts.size();
+    w.first_time = first ? 0 : cuts[k - 1] + 1;
+    w.last_time = last ? std::numeric_limits<uint64_t>::max() : cuts[k];
+    // Times above cuts[k - 1]: segment j qualifies when limit(j + 2) > it,
+    // i.e. from two segments before the first limit above it.
+    const size_t from = first ? 0 : first_above(cuts[k - 1]);
+    w.begin = segment_start(from >= 2 ? from - 2 : 0);
+    // Times up to cuts[k]: segments whose limit is at most that.
+    w.end = last ? data_end : segment_start(first_above(cuts[k]));
+  }
+  for (size_t k = 0; k < windows.size(); k++) {
+    const uint64_t next = k + 1 < windows.size() ? windows[k + 1].begin : data_end;
+    windows[k].progress_bytes = next - windows[k].begin;
+  }
+  return windows;
+}
+
+std::vector<TimeWindow> plan_time_windows(const Session& session, uint64_t target_bytes) {
+  const SampleOrder& order = session.sample_order();
+  if (session.compressed() || !order.by_rounds || !rounds_small(session)) return {};
+  const uint64_t begin = session.reader().data_offset();
+  return plan_time_windows(order.rounds, begin, begin + session.reader().data_size(), target_bytes);
+}
+
+Status WindowSamples::collect(const Session& session, const TimeWindow& window) {
+  keys_.clear();
+  kept_.clear();
+  // The records are read where they are, in the data section's bytes (the
+  // file's mapping): views need no copy, and the caller drops the pages
+  // once the window is written.
+  const perfdata::FileReader& reader = session.reader();
+  const Bytes data = reader.data_section();
+  const uint64_t base = reader.data_offset();
+  constexpr size_t kHeader = sizeof(perf::RecordHeader);
+  size_t pos = static_cast<size_t>(window.begin - base);
+  const size_t end = static_cast<size_t>(window.end - base);
+  perf::RecordView r;
+  while (pos < end) {
+    if (data.size() - pos >= kHeader) r.header = load_unaligned<perf::RecordHeader>(&data[pos]);
+    if (data.size() - pos < kHeader || r.header.size < kHeader ||
+        r.header.size > data.size() - pos) {
+      // As the reader's walks: a killed recorder may leave half a record.
+      auto checked = perf::record_at(data, pos, base);
+      if (checked.ok()) {
+        return make_error_at(Errc::kInternal, base + pos, "window walk lost a record");
+      }
+      if (reader.truncated_header() && checked.error().code == Errc::kTruncated) break;
+      return std::move(checked).error();
+    }
+    r.bytes = data.subspan(pos, r.header.size);
+    r.offset = base + pos;
+    pos += r.header.size;
+    const uint32_t type = r.header.type;
+    if (type != perf::kRecordSample) {
+      // AUXTRACE data and the tracing data blob follow their record.
+      const uint64_t extra = perfdata::trailing_payload(type, r.bytes);
+      if (extra > data.size() - pos) {
+        if (reader.truncated_header()) break;
+        return make_error_at(Errc::kTruncated, base + pos,
+                             "payload of " + std::to_string(extra) +
+                                 " bytes after the record exceeds the data section");
+      }
+      pos += static_cast<size_t>(extra);
+      continue;
+    }
+    const perfdata::FileAttr* attr = reader.attr_for(r);
+    if (attr == nullptr) continue;  // not emitted by the other orders either
+    const uint64_t time = attr->layout.time_of(r).value_or(0);
+    if (time < window.first_time || time > window.last_time) continue;
+    keys_.push_back(Key{time, kept_.size()});
+    kept_.push_back(OrderedSample{r, &attr->layout});
+  }
+  session.count_progress(window.progress_bytes);
+  sort_keys();
+  out_.resize(keys_.size());
+  for (size_t i = 0; i < keys_.size(); i++) out_[i] = kept_[keys_[i].index];
+  return ok_status();
+}
+
+void WindowSamples::sort_keys() {
+  // keys_ is in file order (index ascending), so sorting by (time, index) is
+  // a stable sort by time. It is mostly ascending runs (a round holds each
+  // CPU's records in time order): merge the runs, pairwise, until one is left.
+  const size_t n = keys_.size();
+  runs_.clear();
+  runs_.push_back(0);
+  for (size_t i = 1; i < n; i++) {
+    if (keys_[i].time < keys_[i - 1].time) runs_.push_back(i);
+  }
+  runs_.push_back(n);
+  auto less = [](const Key& a, const Key& b) {
+    return a.time != b.time ? a.time < b.time : a.index < b.index;
+  };
+  if (runs_.size() - 1 > n / 8) {  // short runs: merging them gains nothing
+    std::sort(keys_.begin(), keys_.end(), less);
+    return;
+  }
+  scratch_.resize(n);
+  while (runs_.size() > 2) {
+    size_t kept_runs = 0;
+    for (size_t r = 0; r + 1 < runs_.size(); r += 2) {
+      const size_t begin = runs_[r], mid = runs_[r + 1];
+      const size_t end = r + 2 < runs_.size() ? runs_[r + 2] : mid;
+      std::merge(keys_.begin() + static_cast<ptrdiff_t>(begin),
+                 keys_.begin() + static_cast<ptrdiff_t>(mid),
+                 keys_.begin() + static_cast<ptrdiff_t>(mid),
+                 keys_.begin() + static_cast<ptrdiff_t>(end),
+                 scratch_.begin() + static_cast<ptrdiff_t>(begin), less);
+      runs_[kept_runs++] = begin;
+    }
+    runs_[kept_runs++] = n;
+    runs_.resize(kept_runs);
+    std::swap(keys_, scratch_);
+  }
 }
 
 }  // namespace bpfprof::report
