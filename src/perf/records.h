@@ -64,9 +64,21 @@ class SampleLayout {
   uint64_t sample_regs_intr() const { return regs_intr_; }
   uint64_t branch_sample_type() const { return branch_sample_type_; }
 
+  // Bytes of the fixed u64 fields of a SAMPLE when sample_type has only
+  // such fields and maybe a callchain after them (Sample::parse_fast); -1
+  // for any other layout.
+  int fast_fixed_bytes() const { return fast_fixed_bytes_; }
+
   // Timestamp / id of any record without a full parse; nullopt if absent.
-  std::optional<uint64_t> time_of(const RecordView& r) const;
-  std::optional<uint64_t> id_of(const RecordView& r) const;
+  // Inline for SAMPLEs (every walk asks this of every sample).
+  std::optional<uint64_t> time_of(const RecordView& r) const {
+    if (r.header.type == kRecordSample) return sample_field(r, sample_time_off_);
+    return trailer_field(r, trailer_time_off_);
+  }
+  std::optional<uint64_t> id_of(const RecordView& r) const {
+    if (r.header.type == kRecordSample) return sample_field(r, sample_id_off_);
+    return trailer_field(r, trailer_id_off_);
+  }
 
  private:
   uint64_t sample_type_ = 0;
@@ -81,6 +93,16 @@ class SampleLayout {
   int sample_id_off_ = -1;
   int trailer_time_off_ = -1;
   int trailer_id_off_ = -1;
+  int fast_fixed_bytes_ = -1;
+
+  // The u64 `from_start` bytes into a SAMPLE; nullopt if the field is absent
+  // (-1) or the record is too short to hold it.
+  static std::optional<uint64_t> sample_field(const RecordView& r, int from_start) {
+    if (from_start < 0 || r.bytes.size() < static_cast<size_t>(from_start) + 8) return std::nullopt;
+    return load_unaligned<uint64_t>(r.bytes.data() + from_start);
+  }
+  // The u64 `off` bytes into a non-sample record's trailer.
+  std::optional<uint64_t> trailer_field(const RecordView& r, int off) const;
 };
 
 // Where the sample_id trailer of a non-sample kernel record starts (offset
@@ -120,6 +142,10 @@ struct Sample {
   Bytes raw;           // PERF_SAMPLE_RAW payload
   // Later fields (branch stack, regs, stack) are skipped with bounds checks.
   static Result<Sample> parse(const RecordView& r, const SampleLayout& layout);
+  // The common layouts (SampleLayout::fast_fixed_bytes) into `out`, with no
+  // Result to build: false if the record is not one of them or does not fit
+  // (parse() then says what is wrong).
+  static bool parse_fast(const RecordView& r, const SampleLayout& layout, Sample& out);
 };
 
 struct Mmap {  // MMAP (1)

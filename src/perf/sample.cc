@@ -11,12 +11,6 @@
 namespace bpfprof::perf {
 namespace {
 
-// Fields of the fast path in Sample::parse: fixed-size u64 words (TID and
-// CPU are two u32 in one word) and the callchain.
-constexpr uint64_t kFastFields = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID |
-                                 PERF_SAMPLE_TIME | PERF_SAMPLE_ADDR | PERF_SAMPLE_ID |
-                                 PERF_SAMPLE_STREAM_ID | PERF_SAMPLE_CPU | PERF_SAMPLE_PERIOD |
-                                 PERF_SAMPLE_CALLCHAIN;
 constexpr uint64_t kFormatTimes = PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING;
 
 struct BranchEntry {  // from, to, flags
@@ -56,6 +50,47 @@ Status skip_u64(ByteCursor& c, const char* field) { return c.skip(8, field); }
 
 }  // namespace
 
+bool Sample::parse_fast(const RecordView& r, const SampleLayout& layout, Sample& s) {
+  const int fixed_bytes = layout.fast_fixed_bytes();
+  if (fixed_bytes < 0 || r.header.type != kRecordSample || r.bytes.size() != r.header.size ||
+      r.bytes.size() < sizeof(RecordHeader)) {
+    return false;
+  }
+  // Fixed u64 fields, then the callchain and nothing after it: one bounds
+  // check for the fixed part, one for the chain.
+  const uint64_t st = layout.sample_type();
+  const size_t fixed = static_cast<size_t>(fixed_bytes);
+  const size_t chain_nr = (st & PERF_SAMPLE_CALLCHAIN) ? 8 : 0;
+  const size_t body = r.bytes.size() - sizeof(RecordHeader);
+  if (body < fixed + chain_nr) return false;
+  const std::byte* p = r.bytes.data() + sizeof(RecordHeader);
+  auto next = [&p] {
+    const uint64_t v = load_unaligned<uint64_t>(p);
+    p += 8;
+    return v;
+  };
+  s = Sample{};
+  if (st & PERF_SAMPLE_IDENTIFIER) s.id = next();
+  if (st & PERF_SAMPLE_IP) s.ip = next();
+  if (st & PERF_SAMPLE_TID) {
+    s.pid = load_unaligned<uint32_t>(p);
+    s.tid = load_unaligned<uint32_t>(p + 4);
+    p += 8;
+  }
+  if (st & PERF_SAMPLE_TIME) s.time = next();
+  if (st & PERF_SAMPLE_ADDR) s.addr = next();
+  if (st & PERF_SAMPLE_ID) s.id = next();
+  if (st & PERF_SAMPLE_STREAM_ID) s.stream_id = next();
+  if (st & PERF_SAMPLE_CPU) s.cpu = static_cast<uint32_t>(next());
+  if (st & PERF_SAMPLE_PERIOD) s.period = next();
+  const size_t left = body - fixed - chain_nr;
+  if (chain_nr == 0) return left == 0;
+  const uint64_t nr = next();
+  if (left % 8 != 0 || nr != left / 8) return false;
+  s.callchain = U64Array(Bytes(p, left));
+  return true;
+}
+
 Result<Sample> Sample::parse(const RecordView& r, const SampleLayout& layout) {
   if (r.header.type != kRecordSample || r.bytes.size() < sizeof(RecordHeader) ||
       r.bytes.size() != r.header.size) {
@@ -68,44 +103,9 @@ Result<Sample> Sample::parse(const RecordView& r, const SampleLayout& layout) {
   if (st >= kSampleTypeLimit61) {
     return make_error_at(Errc::kUnsupported, r.offset, "SAMPLE: sample_type has unknown bits");
   }
-  if ((st & ~kFastFields) == 0) {
-    // The common layouts (fixed u64 fields, then the callchain and nothing
-    // after it): one bounds check for the fixed part, one for the chain.
-    const size_t fixed = 8 * static_cast<size_t>(std::popcount(st & ~uint64_t{PERF_SAMPLE_CALLCHAIN}));
-    const size_t chain_nr = (st & PERF_SAMPLE_CALLCHAIN) ? 8 : 0;
-    const size_t body = r.bytes.size() - sizeof(RecordHeader);
-    if (body >= fixed + chain_nr) {
-      const std::byte* p = r.bytes.data() + sizeof(RecordHeader);
-      auto next = [&p] {
-        const uint64_t v = load_unaligned<uint64_t>(p);
-        p += 8;
-        return v;
-      };
-      Sample s;
-      if (st & PERF_SAMPLE_IDENTIFIER) s.id = next();
-      if (st & PERF_SAMPLE_IP) s.ip = next();
-      if (st & PERF_SAMPLE_TID) {
-        s.pid = load_unaligned<uint32_t>(p);
-        s.tid = load_unaligned<uint32_t>(p + 4);
-        p += 8;
-      }
-      if (st & PERF_SAMPLE_TIME) s.time = next();
-      if (st & PERF_SAMPLE_ADDR) s.addr = next();
-      if (st & PERF_SAMPLE_ID) s.id = next();
-      if (st & PERF_SAMPLE_STREAM_ID) s.stream_id = next();
-      if (st & PERF_SAMPLE_CPU) s.cpu = static_cast<uint32_t>(next());
-      if (st & PERF_SAMPLE_PERIOD) s.period = next();
-      const size_t left = body - fixed - chain_nr;
-      if (chain_nr != 0) {
-        const uint64_t nr = next();
-        if (left % 8 == 0 && nr == left / 8) {
-          s.callchain = U64Array(Bytes(p, left));
-          return s;
-        }
-      } else if (left == 0) {
-        return s;
-      }
-    }
+  {
+    Sample s;
+    if (parse_fast(r, layout, s)) return s;
     // Otherwise the general walk below names the field that does not fit.
   }
   ByteCursor c(r.bytes.subspan(sizeof(RecordHeader)), r.offset + sizeof(RecordHeader));

@@ -27,6 +27,13 @@ constexpr uint64_t kTrailerBits = PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMP
                                   PERF_SAMPLE_IDENTIFIER;
 constexpr uint64_t kReadFormatLimit61 = 1u << 5;  // PERF_FORMAT_LOST is the last bit
 
+// Fields of Sample::parse_fast: fixed-size u64 words (TID and
+// CPU are two u32 in one word) and the callchain.
+constexpr uint64_t kFastFields = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID |
+                                 PERF_SAMPLE_TIME | PERF_SAMPLE_ADDR | PERF_SAMPLE_ID |
+                                 PERF_SAMPLE_STREAM_ID | PERF_SAMPLE_CPU | PERF_SAMPLE_PERIOD |
+                                 PERF_SAMPLE_CALLCHAIN;
+
 }  // namespace
 
 Result<SampleLayout> SampleLayout::from_attr(const perf_event_attr& attr) {
@@ -73,37 +80,19 @@ Result<SampleLayout> SampleLayout::from_attr(const perf_event_attr& attr) {
       l.trailer_id_off_ = 8 * (tid + has(st, PERF_SAMPLE_TIME));
     }
   }
+  if ((st & ~kFastFields) == 0) {
+    l.fast_fixed_bytes_ = 8 * std::popcount(st & ~uint64_t{PERF_SAMPLE_CALLCHAIN});
+  }
   return l;
 }
 
-namespace {
 
-// The u64 `from_start` bytes into a SAMPLE; nullopt if the field is absent
-// (-1) or the record is too short to hold it.
-std::optional<uint64_t> sample_field(const RecordView& r, int from_start) {
-  if (from_start < 0 || r.bytes.size() < static_cast<size_t>(from_start) + 8) return std::nullopt;
-  return load_unaligned<uint64_t>(r.bytes.data() + from_start);
-}
-
-// The u64 `off` bytes into a non-sample record's trailer.
-std::optional<uint64_t> trailer_field(const RecordView& r, int off, size_t id_hdr_size) {
+std::optional<uint64_t> SampleLayout::trailer_field(const RecordView& r, int off) const {
   // User types (>= 64) never carry a trailer; a record too small for one is not trusted.
   if (off < 0 || r.header.type >= kRecordHeaderAttr) return std::nullopt;
-  std::optional<size_t> start = trailer_offset(r, id_hdr_size);
+  std::optional<size_t> start = trailer_offset(r, id_hdr_size_);
   if (!start) return std::nullopt;
   return load_unaligned<uint64_t>(r.bytes.data() + *start + off);
-}
-
-}  // namespace
-
-std::optional<uint64_t> SampleLayout::time_of(const RecordView& r) const {
-  if (r.header.type == kRecordSample) return sample_field(r, sample_time_off_);
-  return trailer_field(r, trailer_time_off_, id_hdr_size_);
-}
-
-std::optional<uint64_t> SampleLayout::id_of(const RecordView& r) const {
-  if (r.header.type == kRecordSample) return sample_field(r, sample_id_off_);
-  return trailer_field(r, trailer_id_off_, id_hdr_size_);
 }
 
 }  // namespace bpfprof::perf

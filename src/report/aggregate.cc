@@ -121,11 +121,16 @@ profile::FrameId frame_id(Worker& w, const symbols::Frame& f, std::string_view l
 void add_sample(const Session& session, const AggregateOptions& options,
                 const perf::RecordView& record, const perf::SampleLayout& layout, Worker& w) {
   const symbols::Symbolizer& sym = session.symbolizer();
-  auto sample = perf::Sample::parse(record, layout);
-  if (!sample.ok()) {
-    w.bad_samples++;
-    return;
+  perf::Sample parsed;
+  if (!perf::Sample::parse_fast(record, layout, parsed)) {
+    auto full = perf::Sample::parse(record, layout);
+    if (!full.ok()) {
+      w.bad_samples++;
+      return;
+    }
+    parsed = *full;
   }
+  const perf::Sample* sample = &parsed;
   if (!options.filter.keep(sample->pid, sample->time)) return;
   symbolize_sample(sym, *sample, record.cpumode(), options.stacks, w.frames);
   for (const SymbolizedFrame& sf : w.frames) {

@@ -155,13 +155,27 @@ template <size_t N>
   return p;
 }
 
+// The 8 nibbles of `x` as 8 hex digits, most significant first in memory
+// order: nibbles spread one per byte, turned to ASCII a word at a time.
+inline uint64_t hex_digits8(uint32_t x) {
+  uint64_t y = x;
+  y = (y | (y << 16)) & 0x0000FFFF0000FFFFull;
+  y = (y | (y << 8)) & 0x00FF00FF00FF00FFull;
+  y = (y | (y << 4)) & 0x0F0F0F0F0F0F0F0Full;  // byte i holds nibble i
+  // 1 in the bytes whose nibble is 10..15 (no byte carries into the next).
+  const uint64_t letters = ((y + 0x0606060606060606ull) >> 4) & 0x0101010101010101ull;
+  y += 0x3030303030303030ull + letters * ('a' - '0' - 10);
+  return __builtin_bswap64(y);
+}
+
 // `v` in lowercase hex, padded with spaces on the left to `width` <= kPad.
 [[gnu::always_inline]] inline char* put_hex(char* p, uint64_t v, unsigned width = 0) {
   const unsigned n = v == 0 ? 1 : (static_cast<unsigned>(std::bit_width(v)) + 3) / 4;
   if (n < width) p = put_pad(p, width - n, ' ');
-  char* end = p + n;
-  for (char* q = end; q != p; v >>= 4) *--q = "0123456789abcdef"[v & 15];
-  return end;
+  const uint64_t words[2] = {hex_digits8(static_cast<uint32_t>(v >> 32)),
+                             hex_digits8(static_cast<uint32_t>(v))};
+  std::memcpy(p, reinterpret_cast<const char*>(words) + 16 - n, n);
+  return p + n;
 }
 
 bool is_ascii(std::string_view s) {
@@ -199,15 +213,20 @@ class JsonString {
 
 void format_sample(const Session& session, const OrderedSample& ref, ScriptFormat format,
                    std::vector<SymbolizedFrame>& frames, TextBuffer& out) {
-  auto sample = perf::Sample::parse(ref.record, *ref.layout);
-  if (!sample.ok()) {
-    // Pass 1 accepted the header; a body that does not parse is still a sample.
-    out.append(
-        format == ScriptFormat::kJson
-            ? fmt::format("{{\"error\":\"bad sample at byte offset 0x{:x}\"}}\n", ref.record.offset)
-            : fmt::format("# bad sample at byte offset 0x{:x}\n", ref.record.offset));
-    return;
+  perf::Sample parsed;
+  if (!perf::Sample::parse_fast(ref.record, *ref.layout, parsed)) {
+    auto full = perf::Sample::parse(ref.record, *ref.layout);
+    if (!full.ok()) {
+      // Pass 1 accepted the header; a body that does not parse is still a sample.
+      out.append(format == ScriptFormat::kJson
+                     ? fmt::format("{{\"error\":\"bad sample at byte offset 0x{:x}\"}}\n",
+                                   ref.record.offset)
+                     : fmt::format("# bad sample at byte offset 0x{:x}\n", ref.record.offset));
+      return;
+    }
+    parsed = *full;
   }
+  const perf::Sample* sample = &parsed;
   const symbols::Symbolizer& sym = session.symbolizer();
   symbolize_sample(sym, *sample, ref.record.cpumode(), false, frames);
   symbols::Frame leaf;

@@ -63,29 +63,38 @@ class IntervalTimeline {
   // Builds the lookup index; entries must not change afterwards.
   void build();
 
-  // Samples come in runs from the same code: each thread remembers the
-  // segment and run of its last answer (per timeline build), so a repeat
-  // costs a few comparisons instead of two binary searches.
+  // Samples come in runs from the same code (per CPU; a time-sorted walk
+  // interleaves the CPUs' runs): each thread remembers the segment and run of
+  // its last few answers (per timeline build), so a repeat costs a few
+  // comparisons instead of two binary searches.
   Hit find(uint64_t addr, uint64_t time) const {
     // Outside every range ever known (kernel text, for the BPF timeline).
     if (bounds_.size() < 2 || addr < bounds_.front() || addr >= bounds_.back()) return {};
-    thread_local LastHit last;
-    if (last.serial != serial_ || addr < bounds_[last.seg] || addr >= bounds_[last.seg + 1]) {
+    thread_local Recent recent;
+    LastHit* last = nullptr;
+    for (LastHit& h : recent.hits) {
+      if (h.serial == serial_ && addr >= bounds_[h.seg] && addr < bounds_[h.seg + 1]) {
+        last = &h;
+        break;
+      }
+    }
+    if (last == nullptr) {
       auto it = std::upper_bound(bounds_.begin(), bounds_.end(), addr);
       const size_t seg = static_cast<size_t>(it - bounds_.begin()) - 1;
-      last = LastHit{serial_, seg, run_begin_[seg]};
+      last = &recent.hits[recent.next++ % kRecent];
+      *last = LastHit{serial_, seg, run_begin_[seg]};
     }
-    const uint32_t r0 = run_begin_[last.seg], r1 = run_begin_[last.seg + 1];
+    const uint32_t r0 = run_begin_[last->seg], r1 = run_begin_[last->seg + 1];
     if (r0 == r1) return {};  // a gap between ranges
-    const uint32_t r = last.run;
+    const uint32_t r = last->run;
     if (time >= runs_[r].t_from && (r + 1 == r1 || time < runs_[r + 1].t_from)) {
       return Hit{runs_[r].entry, true};
     }
     auto rit = std::upper_bound(runs_.begin() + r0, runs_.begin() + r1, time,
                                 [](uint64_t t, const Run& run) { return t < run.t_from; });
     // The first run of a segment starts at time 0, so rit > begin + r0.
-    last.run = static_cast<uint32_t>(std::prev(rit) - runs_.begin());
-    return Hit{runs_[last.run].entry, true};
+    last->run = static_cast<uint32_t>(std::prev(rit) - runs_.begin());
+    return Hit{runs_[last->run].entry, true};
   }
 
  private:
@@ -97,6 +106,11 @@ class IntervalTimeline {
     uint64_t serial = 0;  // 0: none (build() hands out serials from 1)
     size_t seg = 0;
     uint32_t run = 0;
+  };
+  static constexpr size_t kRecent = 4;
+  struct Recent {
+    LastHit hits[kRecent];
+    size_t next = 0;  // the slot a miss replaces (round robin)
   };
 
   bool better(uint32_t a, uint32_t b) const {  // does a win over b?

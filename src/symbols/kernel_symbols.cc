@@ -140,19 +140,23 @@ void KernelSymbols::build() {
 }
 
 const KernelSymbols::Symbol* KernelSymbols::find(uint64_t addr) const {
-  // Each thread remembers the index of its last answer (samples repeat the
-  // same code). Symbols do not overlap, so a symbol of this table that holds
-  // `addr` is the answer, whichever table the index came from.
-  thread_local size_t last = 0;
-  if (last < symbols_.size() && addr >= symbols_[last].start && addr < symbols_[last].end) {
-    return &symbols_[last];
+  // Each thread remembers the indexes of its last few answers (samples repeat
+  // the same code, per CPU). Symbols do not overlap, so a symbol of this table
+  // that holds `addr` is the answer, whichever table an index came from.
+  constexpr size_t kRecent = 4;
+  thread_local size_t recent[kRecent] = {};
+  thread_local size_t next = 0;
+  for (size_t i : recent) {
+    if (i < symbols_.size() && addr >= symbols_[i].start && addr < symbols_[i].end) {
+      return &symbols_[i];
+    }
   }
   auto it = std::upper_bound(symbols_.begin(), symbols_.end(), addr,
                              [](uint64_t a, const Symbol& s) { return a < s.start; });
   if (it == symbols_.begin()) return nullptr;
   --it;
   if (addr >= it->end) return nullptr;
-  last = static_cast<size_t>(it - symbols_.begin());
+  recent[next++ % kRecent] = static_cast<size_t>(it - symbols_.begin());
   return &*it;
 }
 

@@ -97,22 +97,32 @@ std::string_view ProcessMaps::comm_in(const std::vector<CommAt>& list, uint64_t 
 }
 
 std::string_view ProcessMaps::comm(uint32_t pid, uint32_t tid, uint64_t time) const {
-  // Each thread remembers the list of its last (pid, tid) after finish().
-  thread_local struct {
+  // Each thread remembers the lists of its last few (pid, tid) after finish()
+  // (a time-sorted walk interleaves the threads running on each CPU).
+  struct Last {
     uint64_t serial = 0;
     uint32_t pid = 0, tid = 0;
     const std::vector<CommAt>* list = nullptr;
-  } last;
+  };
+  constexpr size_t kRecent = 4;
+  thread_local Last recent[kRecent];
+  thread_local size_t next = 0;
   const std::vector<CommAt>* list = nullptr;
-  if (serial_ != 0 && last.serial == serial_ && last.pid == pid && last.tid == tid) {
-    list = last.list;
-  } else {
+  bool found = false;
+  for (const Last& l : recent) {
+    if (serial_ != 0 && l.serial == serial_ && l.pid == pid && l.tid == tid) {
+      list = l.list;
+      found = true;
+      break;
+    }
+  }
+  if (!found) {
     if (auto it = comms_.find(tid); it != comms_.end()) {
       list = &it->second;
     } else if (auto it2 = comms_.find(pid); it2 != comms_.end()) {
       list = &it2->second;
     }
-    if (serial_ != 0) last = {serial_, pid, tid, list};
+    if (serial_ != 0) recent[next++ % kRecent] = Last{serial_, pid, tid, list};
   }
   return list ? comm_in(*list, time) : std::string_view{};
 }
