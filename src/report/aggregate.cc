@@ -287,7 +287,8 @@ ReportData aggregate(const Session& session, const AggregateOptions& options) {
         if (part->next == part->end) {
           Part* most = nullptr;
           for (Part& p : parts) {
-            if (p.end - p.next >= 2 && (!most || p.end - p.next > most->end - most->next)) most = &p;
+            const size_t left = p.end - p.next;
+            if (left >= 2 && (!most || left > most->end - most->next)) most = &p;
           }
           if (!most) return;
           const size_t mid = most->next + (most->end - most->next) / 2;
@@ -310,7 +311,8 @@ ReportData aggregate(const Session& session, const AggregateOptions& options) {
 
   std::vector<Part*> order;
   for (Part& p : parts) order.push_back(&p);
-  std::sort(order.begin(), order.end(), [](const Part* a, const Part* b) { return a->begin < b->begin; });
+  std::sort(order.begin(), order.end(),
+            [](const Part* a, const Part* b) { return a->begin < b->begin; });
   Worker& first = order[0]->worker;
   for (size_t i = 1; i < order.size(); i++) {
     const Worker& w = order[i]->worker;

@@ -36,8 +36,10 @@ std::string write_recording(const std::string& path) {
   using bpfprof::testing::ksymbol_record;
   constexpr uint64_t kA = 0xffffffffc0001000, kB = 0xffffffffc0003000;
   std::vector<ByteVec> records = {
-      ksymbol_record(kSampleType, kA, 0x200, perf::kKsymTypeBpf, 0, "bpf_prog_1111111111111111_a", side(1)),
-      ksymbol_record(kSampleType, kB, 0x200, perf::kKsymTypeBpf, 0, "bpf_prog_2222222222222222_b", side(1)),
+      ksymbol_record(kSampleType, kA, 0x200, perf::kKsymTypeBpf, 0, "bpf_prog_1111111111111111_a",
+                     side(1)),
+      ksymbol_record(kSampleType, kB, 0x200, perf::kKsymTypeBpf, 0, "bpf_prog_2222222222222222_b",
+                     side(1)),
   };
   for (uint32_t pid = 1; pid <= 4; pid++) {
     records.push_back(comm_record(kSampleType, pid, pid, "proc" + std::to_string(pid), side(1)));
@@ -95,7 +97,9 @@ TEST(AggregateTest, AnySplitBetweenThreadsGivesTheSingleThreadReport) {
     one.threads = 1;
     RenderOptions render;
     render.callgraph = stacks;
-    auto both = [&](const ReportData& d) { return render_text(d, render) + render_json(d, render); };
+    auto both = [&](const ReportData& d) {
+      return render_text(d, render) + render_json(d, render);
+    };
     const std::string want = both(aggregate(**session, one));
     ASSERT_NE(want.find("bpf_prog_3333333333333333_c"), std::string::npos);
     for (const unsigned threads : {2u, 3u, 7u, 64u}) {

@@ -234,7 +234,9 @@ std::optional<std::vector<std::unique_ptr<Session::Piece>>> Session::walk_in_par
         from, to,
         [&](const perf::RecordView& r, uint64_t at) {
           p.on_record(r, at);
-          if (i == 0) first_end = at + r.header.size + perfdata::trailing_payload(r.header.type, r.bytes);
+          if (i == 0) {
+            first_end = at + r.header.size + perfdata::trailing_payload(r.header.type, r.bytes);
+          }
         },
         &skipped[i]);
   };

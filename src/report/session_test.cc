@@ -73,13 +73,16 @@ std::string write_recording(const std::string& path, const Shape& shape) {
       // Side-band now and then: a comm, a lost record, one older than allowed,
       // an unknown record type.
       const uint32_t pid = static_cast<uint32_t>(1 + i % 3);
-      if (!put(bpfprof::testing::comm_record(kSampleType, pid, pid, "p" + std::to_string(i), side(time)))) {
+      if (!put(bpfprof::testing::comm_record(kSampleType, pid, pid, "p" + std::to_string(i),
+                                             side(time)))) {
         return "append";
       }
-      if (i % 3 == 0 && !put(bpfprof::testing::comm_record(kSampleType, 9, 9, "late", side(time > 40000 ? time - 40000 : 1)))) {
+      if (i % 3 == 0 && !put(bpfprof::testing::comm_record(
+                            kSampleType, 9, 9, "late", side(time > 40000 ? time - 40000 : 1)))) {
         return "append";
       }
-      if (i % 5 == 0 && !put(bpfprof::testing::RecordWriter(40, 0).u64(i).finish())) return "append";
+      if (i % 5 == 0 && !put(bpfprof::testing::RecordWriter(40, 0).u64(i).finish()))
+        return "append";
     }
     if (i % 1000 == 999 && !w->finish_round().ok()) return "round";
   }
