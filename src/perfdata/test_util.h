@@ -18,22 +18,23 @@ inline constexpr uint64_t kSampleType = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP 
                                         PERF_SAMPLE_PERIOD;
 inline constexpr uint64_t kSampleId = 101, kDummyId = 201;
 
-inline perf_event_attr make_attr(uint32_t type, uint64_t config) {
+inline perf_event_attr make_attr(uint32_t type, uint64_t config,
+                                 uint64_t sample_type = kSampleType) {
   perf_event_attr a{};
   a.type = type;
   a.size = perf::kAttrSizeWritten;
   a.config = config;
   a.sample_period = 10000;
-  a.sample_type = kSampleType;
+  a.sample_type = sample_type;
   a.sample_id_all = 1;
   return a;
 }
 
 // cpu-clock sampling (ids 101, 102) and a dummy side-band event (ids 201, 202).
-inline std::vector<AttrEntry> two_attrs() {
-  AttrEntry clock{make_attr(PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CPU_CLOCK), "cpu-clock",
+inline std::vector<AttrEntry> two_attrs(uint64_t sample_type = kSampleType) {
+  AttrEntry clock{make_attr(PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CPU_CLOCK, sample_type), "cpu-clock",
                   {kSampleId, kSampleId + 1}};
-  perf_event_attr d = make_attr(PERF_TYPE_SOFTWARE, PERF_COUNT_SW_DUMMY);
+  perf_event_attr d = make_attr(PERF_TYPE_SOFTWARE, PERF_COUNT_SW_DUMMY, sample_type);
   d.sample_period = 1;
   d.mmap = d.comm = d.task = d.mmap2 = d.comm_exec = d.ksymbol = d.bpf_event = 1;
   AttrEntry dummy{d, "dummy:u", {kDummyId, kDummyId + 1}};

@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "perfdata/test_util.h"
 #include "perfdata/writer.h"
 #include "report/script.h"
 #include "testing/record_builder.h"
@@ -181,13 +182,8 @@ TEST(ScriptTimeWindows, EverySampleLiesInItsWindowsBytes) {
 // samples, so output order names the samples).
 void write_recording(const std::string& path, const std::vector<GenRecord>& records,
                      size_t callchain) {
-  perf_event_attr a{};
-  a.type = PERF_TYPE_SOFTWARE;
-  a.size = perf::kAttrSizeWritten;
-  a.config = PERF_COUNT_SW_CPU_CLOCK;
-  a.sample_period = 10000;
-  a.sample_type = kSampleType;
-  a.sample_id_all = 1;
+  perf_event_attr a =
+      perfdata::test::make_attr(PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CPU_CLOCK, kSampleType);
   a.comm = 1;
   auto w = perfdata::FileWriter::create(path, {perfdata::AttrEntry{a, "cpu-clock", {kId}}});
   ASSERT_TRUE(w.ok()) << w.error().to_string();
