@@ -44,6 +44,9 @@ class IntervalTimeline {
   struct Hit {
     uint32_t entry = kNone;
     bool known_range = false;
+    // The times around the asked one for which the answer at this address
+    // is the same: [t_from, t_to).
+    uint64_t t_from = 0, t_to = kForever;
   };
 
   uint32_t add(uint64_t start, uint64_t end, uint64_t t_begin, uint8_t priority, Payload p) {
@@ -86,15 +89,16 @@ class IntervalTimeline {
     }
     const uint32_t r0 = run_begin_[last->seg], r1 = run_begin_[last->seg + 1];
     if (r0 == r1) return {};  // a gap between ranges
+    auto hit = [&](uint32_t r) {
+      return Hit{runs_[r].entry, true, runs_[r].t_from, r + 1 == r1 ? kForever : runs_[r + 1].t_from};
+    };
     const uint32_t r = last->run;
-    if (time >= runs_[r].t_from && (r + 1 == r1 || time < runs_[r + 1].t_from)) {
-      return Hit{runs_[r].entry, true};
-    }
+    if (time >= runs_[r].t_from && (r + 1 == r1 || time < runs_[r + 1].t_from)) return hit(r);
     auto rit = std::upper_bound(runs_.begin() + r0, runs_.begin() + r1, time,
                                 [](uint64_t t, const Run& run) { return t < run.t_from; });
     // The first run of a segment starts at time 0, so rit > begin + r0.
     last->run = static_cast<uint32_t>(std::prev(rit) - runs_.begin());
-    return Hit{runs_[last->run].entry, true};
+    return hit(last->run);
   }
 
  private:

@@ -80,6 +80,8 @@ struct Symbolizer::Impl {
   void add(const perf::RecordView& r, const perf::SampleLayout& layout);
   void apply(const Event& e);
   Frame lookup_kernel(uint64_t ip, uint64_t time) const;
+  // The kernel frame at `ip` given what the BPF timeline found there.
+  Frame kernel_frame(uint64_t ip, const BpfSymbols::Timeline::Hit& hit) const;
   Frame lookup_user(uint32_t pid, uint64_t ip, uint64_t time) const;
 
   const perfdata::Features& features;
@@ -94,6 +96,7 @@ struct Symbolizer::Impl {
   std::vector<Event> events;
   uint64_t max_time = 0;
   bool finished = false;
+  uint64_t serial = 0;  // set by finish(): lookups may remember answers then
   std::thread kallsyms_parse;
 };
 
@@ -215,8 +218,27 @@ void Symbolizer::Impl::apply(const Event& e) {
 }
 
 Frame Symbolizer::Impl::lookup_kernel(uint64_t ip, uint64_t time) const {
-  Frame f;
+  // Samples repeat the same instructions: each thread keeps the last answer
+  // per address (direct-mapped by address), with the times it holds for.
+  struct Memo {
+    uint64_t serial = 0, ip = 0, t_from = 0, t_to = 0;
+    Frame frame;
+  };
+  constexpr size_t kMemo = 2048;
+  thread_local Memo memo[kMemo];
+  static_assert(kMemo == 2048);  // the top 11 bits of the hash pick the slot
+  Memo& m = memo[((ip ^ (ip >> 11)) * 0x9e3779b97f4a7c15ULL) >> 53];
+  if (serial != 0 && m.serial == serial && m.ip == ip && time >= m.t_from && time < m.t_to) {
+    return m.frame;
+  }
   const auto hit = bpf.find(ip, time);
+  Frame f = kernel_frame(ip, hit);
+  if (serial != 0) m = Memo{serial, ip, hit.t_from, hit.t_to, f};
+  return f;
+}
+
+Frame Symbolizer::Impl::kernel_frame(uint64_t ip, const BpfSymbols::Timeline::Hit& hit) const {
+  Frame f;
   if (hit.entry != BpfSymbols::Timeline::kNone) {
     const auto& e = bpf.entry(hit.entry);
     f.kind = e.payload.kind;
@@ -307,6 +329,7 @@ void Symbolizer::finish() {
   m.bpf.finish();
   m.maps.finish();
   m.lines.set_programs(m.bpf.programs());
+  m.serial = next_timeline_serial();
 }
 
 Frame Symbolizer::lookup(uint32_t pid, uint64_t ip, uint64_t time, bool kernel) const {
