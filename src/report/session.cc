@@ -53,14 +53,17 @@ struct Session::Piece {
     bool ended = false;  // a FINISHED_ROUND ends it (else the piece ends first)
     uint64_t end_offset = 0;  // that FINISHED_ROUND's file offset
   };
-  Piece(Session& s, WalkProgress* progress) : session(s), progress(progress) {}
+  explicit Piece(Session& s) : session(s) {}
 
   void on_record(const perf::RecordView& view, uint64_t at);
   // Copies a side-band record into this piece's arena (see Session::keep).
   perf::RecordView keep(const perf::RecordView& r);
 
+  // Reports the walked bytes up to `at` and the samples and lost events
+  // counted since the last report.
+  void report_progress(uint64_t at);
+
   Session& session;
-  WalkProgress* progress;
   uint64_t dropped = 0;  // walked bytes up to here were dropped and reported
   uint64_t end = 0;      // where the piece's bytes end
   uint64_t records = 0, start_ns = 0, end_ns = 0, lost = 0, throttled = 0;
@@ -76,13 +79,7 @@ struct Session::Piece {
 void Session::Piece::on_record(const perf::RecordView& view, uint64_t at) {
   if (at - dropped >= kDropWindow) {
     session.reader_.drop_pages(dropped, at);
-    if (progress) {
-      progress->add_bytes(at - dropped);
-      progress->add_found(samples - reported_samples, lost - reported_lost);
-      reported_samples = samples;
-      reported_lost = lost;
-    }
-    dropped = at;
+    report_progress(at);
   }
   records++;
   const uint32_t type = view.header.type;
@@ -138,6 +135,16 @@ void Session::Piece::on_record(const perf::RecordView& view, uint64_t at) {
   }
   sideband.push_back(Sideband{time.value_or(0), r, &layout,
                               static_cast<uint32_t>(segments.size() - 1)});
+}
+
+void Session::Piece::report_progress(uint64_t at) {
+  if (WalkProgress* progress = session.progress_) {
+    progress->add_bytes(at - dropped);
+    progress->add_found(samples - reported_samples, lost - reported_lost);
+  }
+  reported_samples = samples;
+  reported_lost = lost;
+  dropped = at;
 }
 
 perf::RecordView Session::Piece::keep(const perf::RecordView& r) {
@@ -221,8 +228,8 @@ std::optional<std::vector<std::unique_ptr<Session::Piece>>> Session::walk_in_par
   if (cut == 0) return std::nullopt;
   const uint64_t begin = reader_.data_offset(), seam = begin + cut, end = begin + size;
   std::vector<std::unique_ptr<Piece>> pieces;
-  pieces.push_back(std::make_unique<Piece>(*this, progress_));
-  pieces.push_back(std::make_unique<Piece>(*this, progress_));
+  pieces.push_back(std::make_unique<Piece>(*this));
+  pieces.push_back(std::make_unique<Piece>(*this));
   perfdata::ReaderStats skipped[2];
   Status walked[2] = {ok_status(), ok_status()};
   uint64_t first_end = 0;  // where the first half's last record ends
@@ -282,10 +289,9 @@ Status Session::pass1(const SessionOptions& options) {
 
   auto pieces = walk_in_parallel(options.parallel_min_bytes);
   if (!pieces) {
-    counters_["records_unknown_type"] = 0;
-    if (progress_) progress_->begin_file(reader_.data_size());
+    if (progress_) progress_->begin_file(reader_.data_size());  // forget what the halves told
     pieces.emplace();
-    pieces->push_back(std::make_unique<Piece>(*this, progress_));
+    pieces->push_back(std::make_unique<Piece>(*this));
     Piece& whole = *pieces->back();
     whole.dropped = data_begin;
     whole.end = data_end;
@@ -316,10 +322,7 @@ Status Session::pass1(const SessionOptions& options) {
   Piece::Segment open;  // the segment a piece ended in, continued by the next
   for (size_t pi = 0; pi < pieces->size(); pi++) {
     Piece& p = *(*pieces)[pi];
-    if (progress_) {
-      progress_->add_bytes(p.end - p.dropped);
-      progress_->add_found(p.samples - p.reported_samples, p.lost - p.reported_lost);
-    }
+    p.report_progress(p.end);
     header_.records += p.records;
     if (p.start_ns != 0 && (header_.start_ns == 0 || p.start_ns < header_.start_ns)) {
       header_.start_ns = p.start_ns;
