@@ -3,6 +3,7 @@
 // and read the file back, with our reader and with Linux perf.
 #include <bpf/bpf.h>
 #include <linux/bpf.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -188,19 +189,40 @@ TEST(RecorderKernelTest, EnrichmentStatsForAProgramLoadedDuringRecording) {
 // -p: the threads of an existing process, ending when it exits.
 TEST(RecorderKernelTest, FollowsAnExistingProcess) {
   bpfprof::testing::TempDir dir;
+  // The target burns CPU until the recording has samples of it (a byte on a
+  // pipe, or the pipe closing), however long the recorder takes to start on
+  // a busy machine.
+  int stop[2];
+  ASSERT_EQ(::pipe(stop), 0);
   pid_t child = ::fork();
   ASSERT_GE(child, 0);
   if (child == 0) {
-    const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(700);
+    ::close(stop[1]);
+    ::fcntl(stop[0], F_SETFL, O_NONBLOCK);
+    const auto cap = std::chrono::steady_clock::now() + std::chrono::seconds(30);
     volatile uint64_t x = 0;
-    while (std::chrono::steady_clock::now() < end) x = x + 1;
+    char byte = 0;
+    while (std::chrono::steady_clock::now() < cap && ::read(stop[0], &byte, 1) < 0) {
+      for (int i = 0; i < 1000000; i++) x = x + 1;
+    }
     ::_exit(0);
   }
+  ::close(stop[0]);
   RecordOptions o;
   o.pid = child;
   o.duration_s = 10;
   o.output = dir.file("pid.data");
-  auto stats = record(o, {});
+  RecordSink sink;
+  bool told = false;
+  sink.progress = [&](const Progress& p) {
+    if (!told && p.samples >= 20) {
+      told = true;
+      // If the byte cannot be written, closing the pipe below ends the child.
+      [[maybe_unused]] const ssize_t n = ::write(stop[1], "x", 1);
+    }
+  };
+  auto stats = record(o, sink);
+  ::close(stop[1]);
   int status = 0;
   ::waitpid(child, &status, 0);
   if (!stats.ok() && stats.error().code == Errc::kPermission) {
