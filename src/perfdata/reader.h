@@ -95,9 +95,12 @@ class FileReader {
   // record in the range is an error (kUnsupported).
   // With `skipped`, what the walk skips (unknown record types) is counted
   // there instead (a caller-owned ReaderStats: walks stay thread-safe).
+  // With `in_place`, views point into the mapping (or the bytes in memory)
+  // and stay valid as long as the reader, pages dropped or not; opened files
+  // are otherwise read with pread into a piece reused as the walk goes on.
   Status for_each_record_in(uint64_t begin, uint64_t end,
                             const std::function<void(const perf::RecordView&, uint64_t)>& fn,
-                            ReaderStats* skipped = nullptr) const;
+                            ReaderStats* skipped = nullptr, bool in_place = false) const;
   // Tells the kernel the mapped file bytes of the pages inside [begin, end)
   // are not needed now, so a walk's resident memory is a window, not the
   // file. Views stay valid: the mapping is private and read-only, so a page

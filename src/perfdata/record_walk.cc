@@ -44,8 +44,8 @@ struct DStreamFree {
 class RecordWalker {
  public:
   RecordWalker(const FileReader& reader, const RecordFn& fn, bool ranged = false,
-               ReaderStats* skipped = nullptr)
-      : reader_(reader), fn_(fn), ranged_(ranged), skipped_(skipped) {}
+               ReaderStats* skipped = nullptr, bool in_place = false)
+      : reader_(reader), fn_(fn), ranged_(ranged), skipped_(skipped), in_place_(in_place) {}
 
   Status walk();
   // The records starting in data bytes [begin, end), without COMPRESSED
@@ -80,6 +80,7 @@ class RecordWalker {
   uint64_t last_compressed_at_ = 0;
   const bool ranged_;
   ReaderStats* const skipped_;  // ranged walks: where skipped records are counted, if anywhere
+  const bool in_place_;         // views into the mapping even for opened files
 };
 
 void RecordWalker::deliver(const perf::RecordView& r, uint64_t at, bool nested) {
@@ -138,7 +139,7 @@ Result<bool> RecordWalker::step(const perf::RecordView& r, size_t& pos) {
 
 Result<Bytes> RecordWalker::bytes_at(size_t pos, size_t n) {
   const FileReader& rd = reader_;
-  if (!rd.fd_) return rd.file_.subspan(rd.data_offset_ + pos, rd.data_size_ - pos);
+  if (!rd.fd_ || in_place_) return rd.file_.subspan(rd.data_offset_ + pos, rd.data_size_ - pos);
   if (pos < read_at_ || pos - read_at_ + n > read_len_) {
     if (read_buf_.empty()) read_buf_.resize(kReadWindow);
     const size_t want = std::min(kReadWindow, rd.data_size_ - pos);
@@ -308,14 +309,14 @@ Status FileReader::for_each_record(const RecordFn& fn) const {
 }
 
 Status FileReader::for_each_record_in(uint64_t begin, uint64_t end, const RecordFn& fn,
-                                      ReaderStats* skipped) const {
+                                      ReaderStats* skipped, bool in_place) const {
   const uint64_t data_end = data_offset_ + data_size_;
   if (begin < data_offset_ || begin > end || end > data_end) {
     return make_error_at(Errc::kInternal, begin,
                          "record range [" + std::to_string(begin) + ", " + std::to_string(end) +
                              ") outside the data section");
   }
-  RecordWalker walker(*this, fn, /*ranged=*/true, skipped);
+  RecordWalker walker(*this, fn, /*ranged=*/true, skipped, in_place);
   return walker.walk_range(static_cast<size_t>(begin - data_offset_),
                            static_cast<size_t>(end - data_offset_));
 }

@@ -4,11 +4,8 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
-#include <string>
 #include <utility>
 #include <vector>
-
-#include "perfdata/file_format.h"
 
 namespace bpfprof::report {
 namespace {
@@ -240,51 +237,21 @@ std::vector<TimeWindow> plan_time_windows(const Session& session, uint64_t targe
 Status WindowSamples::collect(const Session& session, const TimeWindow& window) {
   keys_.clear();
   kept_.clear();
-  // The records are read where they are, in the data section's bytes (the
-  // file's mapping): views need no copy, and the caller drops the pages
-  // once the window is written.
+  // The records are read where they are, in the file's mapping: views need
+  // no copy, and the caller drops the pages once the window is written.
   const perfdata::FileReader& reader = session.reader();
-  const Bytes data = reader.data_section();
-  const uint64_t base = reader.data_offset();
-  constexpr size_t kHeader = sizeof(perf::RecordHeader);
-  size_t pos = static_cast<size_t>(window.begin - base);
-  const size_t end = static_cast<size_t>(window.end - base);
-  perf::RecordView r;
-  while (pos < end) {
-    if (data.size() - pos >= kHeader) r.header = load_unaligned<perf::RecordHeader>(&data[pos]);
-    if (data.size() - pos < kHeader || r.header.size < kHeader ||
-        r.header.size > data.size() - pos) {
-      // As the reader's walks: a killed recorder may leave half a record.
-      auto checked = perf::record_at(data, pos, base);
-      if (checked.ok()) {
-        return make_error_at(Errc::kInternal, base + pos, "window walk lost a record");
-      }
-      if (reader.truncated_header() && checked.error().code == Errc::kTruncated) break;
-      return std::move(checked).error();
-    }
-    r.bytes = data.subspan(pos, r.header.size);
-    r.offset = base + pos;
-    pos += r.header.size;
-    const uint32_t type = r.header.type;
-    if (type != perf::kRecordSample) {
-      // AUXTRACE data and the tracing data blob follow their record.
-      const uint64_t extra = perfdata::trailing_payload(type, r.bytes);
-      if (extra > data.size() - pos) {
-        if (reader.truncated_header()) break;
-        return make_error_at(Errc::kTruncated, base + pos,
-                             "payload of " + std::to_string(extra) +
-                                 " bytes after the record exceeds the data section");
-      }
-      pos += static_cast<size_t>(extra);
-      continue;
-    }
-    const perfdata::FileAttr* attr = reader.attr_for(r);
-    if (attr == nullptr) continue;  // not emitted by the other orders either
-    const uint64_t time = attr->layout.time_of(r).value_or(0);
-    if (time < window.first_time || time > window.last_time) continue;
-    keys_.push_back(Key{time, kept_.size()});
-    kept_.push_back(OrderedSample{r, &attr->layout});
-  }
+  BPFPROF_TRY(reader.for_each_record_in(
+      window.begin, window.end,
+      [&](const perf::RecordView& r, uint64_t) {
+        if (r.header.type != perf::kRecordSample) return;
+        const perfdata::FileAttr* attr = reader.attr_for(r);
+        if (attr == nullptr) return;  // not emitted by the other orders either
+        const uint64_t time = attr->layout.time_of(r).value_or(0);
+        if (time < window.first_time || time > window.last_time) return;
+        keys_.push_back(Key{time, kept_.size()});
+        kept_.push_back(OrderedSample{r, &attr->layout});
+      },
+      nullptr, /*in_place=*/true));
   session.count_progress(window.progress_bytes);
   sort_keys();
   out_.resize(keys_.size());
