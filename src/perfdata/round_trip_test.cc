@@ -2,8 +2,10 @@
 // Writer -> reader round trips, and the reader's handling of files it must refuse.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstring>
 #include <fstream>
 
@@ -293,6 +295,36 @@ TEST_F(RoundTripTest, ExistingFileIsTruncatedAndMode0600) {
   ASSERT_EQ(stat(path.c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0600u);
   EXPECT_LT(st.st_size, 1000);
+}
+
+TEST_F(RoundTripTest, RotateKeepsEmptyFilesAndDevices) {
+  const std::string empty = dir_.file("empty.data");
+  { std::ofstream(empty) << ""; }
+  bool rotated = true;
+  ASSERT_TRUE(rotate_old(empty, &rotated).ok());
+  EXPECT_FALSE(rotated);
+  EXPECT_EQ(access((empty + ".old").c_str(), F_OK), -1);
+  // A character device (a /dev/null of our own): written to, never renamed,
+  // chmod-ed, cut or removed, as `record -o /dev/null` must leave /dev/null.
+  const std::string dev = dir_.file("null");
+  if (::mknod(dev.c_str(), S_IFCHR | 0666, makedev(1, 3)) != 0) {
+    GTEST_SKIP() << "mknod of a null device here: " << std::strerror(errno);
+  }
+  ASSERT_EQ(::chmod(dev.c_str(), 0666), 0);
+  ASSERT_TRUE(rotate_old(dev, &rotated).ok());
+  EXPECT_FALSE(rotated);
+  EXPECT_EQ(access((dev + ".old").c_str(), F_OK), -1);
+  auto w = FileWriter::create(dev, test::two_attrs());
+  ASSERT_TRUE(w.ok()) << w.error().to_string();
+  ASSERT_TRUE(w->append(sample(101, 1)).ok());
+  ASSERT_TRUE(w->close({}).ok());
+  auto again = FileWriter::create(dev, test::two_attrs());
+  ASSERT_TRUE(again.ok());
+  again->abandon();
+  struct stat st {};
+  ASSERT_EQ(::lstat(dev.c_str(), &st), 0) << "the device is still there";
+  EXPECT_TRUE(S_ISCHR(st.st_mode));
+  EXPECT_EQ(st.st_mode & 0777, 0666u);
 }
 
 TEST_F(RoundTripTest, RotateOldAndAbandon) {

@@ -68,8 +68,12 @@ Result<FileWriter> FileWriter::create(const std::string& path, std::vector<AttrE
   FileWriter w;
   w.path_ = path;
   w.fd_.reset(fd);
+  struct stat st{};
+  if (::fstat(fd, &st) != 0) return io_error("stat", path, errno);
+  // A device such as /dev/null is written to, never chmod-ed, cut or removed.
+  w.regular_ = S_ISREG(st.st_mode);
   // O_CREAT's mode does not apply to a file that already existed.
-  if (::fchmod(fd, 0600) != 0) return io_error("chmod", path, errno);
+  if (w.regular_ && ::fchmod(fd, 0600) != 0) return io_error("chmod", path, errno);
   w.attrs_ = std::move(attrs);
   w.buffer_.reserve(kBufferSize);
   BPFPROF_TRY(w.write_preamble());
@@ -111,7 +115,7 @@ Status FileWriter::write_preamble() {
   std::memcpy(out.data(), &h, sizeof h);
   if (int err = pwrite_all(fd_.get(), out, 0)) return io_error("writing", path_, err);
   // A rewrite with fewer ids must not leave stale bytes before the data.
-  if (::ftruncate(fd_.get(), static_cast<off_t>(data_offset_)) != 0)
+  if (regular_ && ::ftruncate(fd_.get(), static_cast<off_t>(data_offset_)) != 0)
     return io_error("truncating", path_, errno);
   if (::lseek(fd_.get(), static_cast<off_t>(data_offset_), SEEK_SET) < 0)
     return io_error("seeking in", path_, errno);
@@ -222,7 +226,7 @@ Status FileWriter::close(const Features& features) {
   Status s = write_features(features, written_, bitmap);
   if (!s.ok()) {
     // Keep the data readable: no feature table, header without features.
-    (void)::ftruncate(fd_.get(), static_cast<off_t>(data_offset_ + written_));
+    if (regular_) (void)::ftruncate(fd_.get(), static_cast<off_t>(data_offset_ + written_));
     (void)write_header(written_, no_features);
     fd_.reset();
     return s;
@@ -246,7 +250,7 @@ Status FileWriter::close_after_error(const Features& features) {
                 static_cast<double>(keep) / 1e6);
   err.message += kept;
 
-  if (::ftruncate(fd_.get(), static_cast<off_t>(data_offset_ + keep)) != 0) {
+  if (regular_ && ::ftruncate(fd_.get(), static_cast<off_t>(data_offset_ + keep)) != 0) {
     fd_.reset();
     return err;
   }
@@ -257,7 +261,7 @@ Status FileWriter::close_after_error(const Features& features) {
   uint64_t bitmap[4] = {};
   if (write_features(features, keep, bitmap).ok()) {
     (void)write_header(keep, bitmap);
-  } else {
+  } else if (regular_) {
     (void)::ftruncate(fd_.get(), static_cast<off_t>(data_offset_ + keep));
     (void)write_header(keep, no_features);
   }
@@ -267,14 +271,23 @@ Status FileWriter::close_after_error(const Features& features) {
 
 void FileWriter::abandon() {
   fd_.reset();
-  if (!path_.empty()) (void)::unlink(path_.c_str());
+  if (regular_ && !path_.empty()) (void)::unlink(path_.c_str());
   failed_ = true;
 }
 
-Status rotate_old(const std::string& path) {
+Status rotate_old(const std::string& path, bool* rotated) {
+  if (rotated) *rotated = false;
+  struct stat st{};
+  if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_size == 0) {
+    return ok_status();
+  }
   std::string old = path + ".old";
-  if (::rename(path.c_str(), old.c_str()) == 0 || errno == ENOENT) return ok_status();
-  return io_error("renaming " + path + " to", old, errno);
+  if (::rename(path.c_str(), old.c_str()) != 0) {
+    if (errno == ENOENT) return ok_status();
+    return io_error("renaming " + path + " to", old, errno);
+  }
+  if (rotated) *rotated = true;
+  return ok_status();
 }
 
 }  // namespace bpfprof::perfdata

@@ -24,7 +24,8 @@ struct AttrEntry {
 
 class FileWriter {
  public:
-  // Creates `path` (mode 0600; fails if it cannot be created) and writes the
+  // Creates `path` (mode 0600; fails if it cannot be created; an existing
+  // device such as /dev/null is only written to) and writes the
   // placeholder header, ids and attrs. Attr ids may be added until the first
   // append through attr_ids_mutable(); they are rewritten then.
   static Result<FileWriter> create(const std::string& path, std::vector<AttrEntry> attrs);
@@ -45,7 +46,8 @@ class FileWriter {
   // Flushes, writes the features, rewrites the header. After a write error it
   // cuts the data back to the last complete round and still writes the header.
   Status close(const Features& features);
-  // Removes the file (recording failed before anything useful was written).
+  // Removes the file (recording failed before anything useful was written);
+  // a device is left alone.
   void abandon();
 
   uint64_t data_bytes() const;    // bytes of data written so far (incl. buffered)
@@ -71,10 +73,13 @@ class FileWriter {
   bool failed_ = false;           // a write failed: only close() may follow
   bool data_started_ = false;     // the preamble is final
   bool ids_dirty_ = false;        // attr_ids_mutable() was called
+  bool regular_ = true;           // a regular file (not a device like /dev/null)
   Error first_error_;
 };
 
-// Renames an existing `path` to `path + ".old"` (perf's convention). No error if absent.
-Status rotate_old(const std::string& path);
+// Renames an existing regular `path` of nonzero size to `path + ".old"` (perf's
+// convention); anything else (absent, empty, a device such as /dev/null) stays.
+// Sets *rotated to whether it renamed.
+Status rotate_old(const std::string& path, bool* rotated = nullptr);
 
 }  // namespace bpfprof::perfdata

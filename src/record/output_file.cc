@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "record/output_file.h"
 
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -10,19 +9,16 @@ namespace bpfprof::record {
 
 Result<OutputFile> OutputFile::create(const std::string& path,
                                       std::vector<perfdata::AttrEntry> attrs) {
-  struct stat st{};
-  const bool existed = ::lstat(path.c_str(), &st) == 0;
-  if (existed) {
-    if (auto s = perfdata::rotate_old(path); !s.ok()) {
-      return std::move(s).error().with_context("keeping the old " + path);
-    }
+  bool rotated = false;
+  if (auto s = perfdata::rotate_old(path, &rotated); !s.ok()) {
+    return std::move(s).error().with_context("keeping the old " + path);
   }
   auto writer = perfdata::FileWriter::create(path, std::move(attrs));
   if (!writer.ok()) {
-    if (existed) std::rename((path + ".old").c_str(), path.c_str());
+    if (rotated) std::rename((path + ".old").c_str(), path.c_str());
     return std::move(writer).error();
   }
-  return OutputFile(std::move(writer).value(), path, existed);
+  return OutputFile(std::move(writer).value(), path, rotated);
 }
 
 void OutputFile::abandon() {
