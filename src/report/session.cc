@@ -49,6 +49,7 @@ struct Session::Piece {
     uint64_t max_time = 0;           // newest time of any timed record
     uint64_t max_sideband_time = 0;  // newest time of a timed side-band record
     uint64_t min_sample_time = UINT64_MAX;  // untimed samples count as 0
+    uint64_t max_sample_time = 0;
     uint64_t samples = 0;
     bool ended = false;  // a FINISHED_ROUND ends it (else the piece ends first)
     uint64_t end_offset = 0;  // that FINISHED_ROUND's file offset
@@ -113,6 +114,7 @@ void Session::Piece::on_record(const perf::RecordView& view, uint64_t at) {
     samples++;
     seg.samples++;
     seg.min_sample_time = std::min(seg.min_sample_time, time.value_or(0));
+    seg.max_sample_time = std::max(seg.max_sample_time, time.value_or(0));
     return;
   }
   // Copied: records decompressed from COMPRESSED records live in the
@@ -344,6 +346,7 @@ Status Session::pass1(const SessionOptions& options) {
         seg.max_time = std::max(seg.max_time, open.max_time);
         seg.max_sideband_time = std::max(seg.max_sideband_time, open.max_sideband_time);
         seg.min_sample_time = std::min(seg.min_sample_time, open.min_sample_time);
+        seg.max_sample_time = std::max(seg.max_sample_time, open.max_sample_time);
         seg.samples += open.samples;
       }
       for (; next_sb < p.sideband.size() && p.sideband[next_sb].segment == k; next_sb++) {
@@ -366,9 +369,12 @@ Status Session::pass1(const SessionOptions& options) {
       flushed_up_to = sb_newest_at_round;
       sb_newest_at_round = sb_newest;
       sample_order_.rounds.push_back(RoundMark{seg.end_offset, clock.end_round()});
+      sample_order_.segments.push_back({seg.min_sample_time, seg.max_sample_time});
       previous_round_samples = seg.samples;
     }
   }
+  // The segment after the last round end (empty when the data ends with one).
+  sample_order_.segments.push_back({open.min_sample_time, open.max_sample_time});
 
   // Untimed and synthesized records (time 0) first, then time order; records
   // with equal times keep their file order.

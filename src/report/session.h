@@ -58,6 +58,14 @@ struct SampleOrder {
   // Every FINISHED_ROUND, in file order (their offsets mean something in
   // plain files only: a COMPRESSED file has no record starts to seek to).
   std::vector<RoundMark> rounds;
+  // The oldest and newest sample time in each round segment: segment j holds
+  // the records between round end j and round end j + 1 (the data start for
+  // j = 0, the data end after the last), so there is one more than rounds.
+  // Untimed samples count as time 0; a segment without samples has min > max.
+  struct SampleSpan {
+    uint64_t min = UINT64_MAX, max = 0;
+  };
+  std::vector<SampleSpan> segments;
 };
 
 // The FINISHED_ROUND bookkeeping shared by pass 1 and script (same records,

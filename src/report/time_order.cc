@@ -227,11 +227,47 @@ std::vector<TimeWindow> plan_time_windows(std::span<const RoundMark> rounds, uin
   return windows;
 }
 
+void narrow_time_windows(std::vector<TimeWindow>& windows, std::span<const RoundMark> rounds,
+                         std::span<const SampleOrder::SampleSpan> segments, uint64_t data_begin,
+                         uint64_t data_end) {
+  if (segments.size() != rounds.size() + 1) return;
+  auto segment_start = [&](size_t j) {
+    return j == 0 ? data_begin : j <= rounds.size() ? rounds[j - 1].offset : data_end;
+  };
+  // The segment starting at `offset` (a window edge is always a segment start).
+  auto segment_at = [&](uint64_t offset) -> size_t {
+    if (offset <= data_begin) return 0;
+    if (offset >= data_end) return rounds.size() + 1;
+    auto it = std::lower_bound(rounds.begin(), rounds.end(), offset,
+                               [](const RoundMark& m, uint64_t v) { return m.offset < v; });
+    return 1 + static_cast<size_t>(it - rounds.begin());
+  };
+  for (TimeWindow& w : windows) {
+    const size_t lo = segment_at(w.begin), hi = std::min(segment_at(w.end), segments.size());
+    size_t first = hi, last = hi;
+    for (size_t j = lo; j < hi; j++) {
+      const SampleOrder::SampleSpan& s = segments[j];
+      if (s.min > s.max || s.max < w.first_time || s.min > w.last_time) continue;
+      if (first == hi) first = j;
+      last = j;
+    }
+    if (first == hi) {
+      w.end = w.begin;  // no sample of this window's times
+      continue;
+    }
+    w.begin = segment_start(first);
+    w.end = segment_start(last + 1);
+  }
+}
+
 std::vector<TimeWindow> plan_time_windows(const Session& session, uint64_t target_bytes) {
   const SampleOrder& order = session.sample_order();
   if (session.compressed() || !order.by_rounds || !rounds_small(session)) return {};
   const uint64_t begin = session.reader().data_offset();
-  return plan_time_windows(order.rounds, begin, begin + session.reader().data_size(), target_bytes);
+  const uint64_t end = begin + session.reader().data_size();
+  std::vector<TimeWindow> windows = plan_time_windows(order.rounds, begin, end, target_bytes);
+  narrow_time_windows(windows, order.rounds, order.segments, begin, end);
+  return windows;
 }
 
 Status WindowSamples::collect(const Session& session, const TimeWindow& window) {

@@ -86,6 +86,13 @@ struct TimeWindow {
 // `rounds`: FINISHED_ROUND marks in file order; data: [data_begin, data_end).
 std::vector<TimeWindow> plan_time_windows(std::span<const RoundMark> rounds, uint64_t data_begin,
                                           uint64_t data_end, uint64_t target_bytes);
+// Shrinks each window's byte range to the round segments that hold a sample
+// of its time range (`segments`: SampleOrder::segments, one more than
+// `rounds`), so that a window walks little of its neighbours' bytes; a window
+// without samples gets an empty range. Progress shares stay as they were.
+void narrow_time_windows(std::vector<TimeWindow>& windows, std::span<const RoundMark> rounds,
+                         std::span<const SampleOrder::SampleSpan> segments, uint64_t data_begin,
+                         uint64_t data_end);
 // The windows of `session`, or none when they do not apply: a COMPRESSED file
 // (no record starts to seek to), samples breaking the round contract, or
 // rounds so large that a window would hold a large part of the file.

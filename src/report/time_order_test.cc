@@ -178,6 +178,44 @@ TEST(ScriptTimeWindows, EverySampleLiesInItsWindowsBytes) {
   }
 }
 
+TEST(ScriptTimeWindows, NarrowedWindowsStillHoldEverySample) {
+  uint64_t walked_before = 0, walked_after = 0;
+  for (uint32_t seed = 1; seed <= 20; seed++) {
+    const Layout l = lay_out(generate(seed, 300, 12, 6));
+    // Each segment's sample times, as pass 1 finds them.
+    std::vector<SampleOrder::SampleSpan> spans(l.rounds.size() + 1);
+    for (const auto& [at, time] : l.samples) {
+      const auto it = std::upper_bound(l.rounds.begin(), l.rounds.end(), at,
+                                       [](uint64_t v, const RoundMark& m) { return v < m.offset; });
+      SampleOrder::SampleSpan& s = spans[static_cast<size_t>(it - l.rounds.begin())];
+      s.min = std::min(s.min, time);
+      s.max = std::max(s.max, time);
+    }
+    for (uint64_t target : {uint64_t{1}, uint64_t{7}, uint64_t{40}}) {
+      const auto planned = plan_time_windows(l.rounds, 0, l.end, target);
+      auto windows = planned;
+      narrow_time_windows(windows, l.rounds, spans, 0, l.end);
+      ASSERT_EQ(windows.size(), planned.size());
+      for (size_t k = 0; k < windows.size(); k++) {
+        EXPECT_GE(windows[k].begin, planned[k].begin);
+        EXPECT_LE(windows[k].end, planned[k].end);
+        EXPECT_EQ(windows[k].progress_bytes, planned[k].progress_bytes);
+        walked_before += planned[k].end - planned[k].begin;
+        walked_after += windows[k].end - windows[k].begin;
+      }
+      for (const auto& [at, time] : l.samples) {
+        auto w = std::find_if(windows.begin(), windows.end(), [&](const TimeWindow& w) {
+          return w.first_time <= time && time <= w.last_time;
+        });
+        ASSERT_NE(w, windows.end());
+        EXPECT_GE(at, w->begin) << "seed " << seed << " target " << target << " time " << time;
+        EXPECT_LT(at, w->end) << "seed " << seed << " target " << target << " time " << time;
+      }
+    }
+  }
+  EXPECT_LT(walked_after, walked_before);  // the point of narrowing
+}
+
 // Writes `records` as a perf.data file (a sample's tid is its index among the
 // samples, so output order names the samples).
 void write_recording(const std::string& path, const std::vector<GenRecord>& records,
