@@ -176,6 +176,14 @@ Status RecordWalker::walk_range(size_t begin, size_t end) {
       if (view.header.size < kHeader || view.header.size > held.size() - used) break;
       view.offset = rd.data_offset_ + pos;
       view.bytes = held.subspan(used, view.header.size);
+      // Kernel records (every SAMPLE among them) are known, never COMPRESSED
+      // and carry no payload after them: handed out without step()'s checks.
+      if (view.header.type >= perf::kRecordMmap && view.header.type <= perf::kRecordAuxOutputHwId) {
+        fn_(view, view.offset);
+        pos += view.header.size;
+        used += view.header.size;
+        continue;
+      }
       const size_t before = pos;
       BPFPROF_ASSIGN_OR_RETURN(bool go_on, step(view, pos));
       if (!go_on) return ok_status();
