@@ -211,6 +211,9 @@ class JsonString {
   std::string escaped_;  // empty when plain
 };
 
+// The leaf of a sample without frames.
+const symbols::Frame kNoFrame{};
+
 void format_sample(const Session& session, const OrderedSample& ref, ScriptFormat format,
                    std::vector<SymbolizedFrame>& frames, TextBuffer& out) {
   perf::Sample parsed;
@@ -229,12 +232,8 @@ void format_sample(const Session& session, const OrderedSample& ref, ScriptForma
   const perf::Sample* sample = &parsed;
   const symbols::Symbolizer& sym = session.symbolizer();
   symbolize_sample(sym, *sample, ref.record.cpumode(), false, frames);
-  symbols::Frame leaf;
-  uint64_t ip = sample->ip;
-  if (!frames.empty()) {
-    leaf = frames.front().frame;
-    ip = frames.front().ip;
-  }
+  const symbols::Frame& leaf = frames.empty() ? kNoFrame : frames.front().frame;
+  const uint64_t ip = frames.empty() ? sample->ip : frames.front().ip;
   const bool known = leaf.kind != symbols::FrameKind::kUnknown &&
                      leaf.unknown == symbols::Unknown::kNone && leaf.symbol_start <= ip;
   const uint64_t off = known ? ip - leaf.symbol_start : 0;

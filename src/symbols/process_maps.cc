@@ -97,34 +97,51 @@ std::string_view ProcessMaps::comm_in(const std::vector<CommAt>& list, uint64_t 
 }
 
 std::string_view ProcessMaps::comm(uint32_t pid, uint32_t tid, uint64_t time) const {
-  // Each thread remembers the lists of its last few (pid, tid) after finish()
-  // (a time-sorted walk interleaves the threads running on each CPU).
+  // Each thread remembers its last few (pid, tid) after finish() (a
+  // time-sorted walk interleaves the threads running on each CPU), with the
+  // answer and the times [t_from, t_to) it holds for.
   struct Last {
     uint64_t serial = 0;
     uint32_t pid = 0, tid = 0;
     const std::vector<CommAt>* list = nullptr;
+    uint64_t t_from = 0, t_to = 0;
+    std::string_view comm;
   };
   constexpr size_t kRecent = 4;
   thread_local Last recent[kRecent];
   thread_local size_t next = 0;
-  const std::vector<CommAt>* list = nullptr;
-  bool found = false;
-  for (const Last& l : recent) {
+  Last* last = nullptr;
+  for (Last& l : recent) {
     if (serial_ != 0 && l.serial == serial_ && l.pid == pid && l.tid == tid) {
-      list = l.list;
-      found = true;
+      if (time >= l.t_from && time < l.t_to) return l.comm;
+      last = &l;
       break;
     }
   }
-  if (!found) {
+  const std::vector<CommAt>* list = nullptr;
+  if (last != nullptr) {
+    list = last->list;
+  } else {
     if (auto it = comms_.find(tid); it != comms_.end()) {
       list = &it->second;
     } else if (auto it2 = comms_.find(pid); it2 != comms_.end()) {
       list = &it2->second;
     }
-    if (serial_ != 0) recent[next++ % kRecent] = Last{serial_, pid, tid, list};
   }
-  return list ? comm_in(*list, time) : std::string_view{};
+  Last found{serial_, pid, tid, list, 0, UINT64_MAX, {}};
+  if (list != nullptr && !list->empty()) {
+    // As comm_in: the last name set at or before `time` (the first before any).
+    auto it = std::upper_bound(list->begin(), list->end(), time,
+                               [](uint64_t t, const CommAt& c) { return t < c.time; });
+    found.comm = it == list->begin() ? list->front().comm : std::prev(it)->comm;
+    if (it != list->begin()) found.t_from = std::prev(it)->time;
+    if (it != list->end()) found.t_to = it->time;
+  }
+  if (serial_ != 0) {
+    if (last == nullptr) last = &recent[next++ % kRecent];
+    *last = found;
+  }
+  return found.comm;
 }
 
 }  // namespace bpfprof::symbols

@@ -197,6 +197,10 @@ TEST(CommTest, LatestAtOrBeforeTime) {
   EXPECT_EQ(sym.comm(10, 10, 0), "bash");
   EXPECT_EQ(sym.comm(10, 10, 99), "bash");
   EXPECT_EQ(sym.comm(10, 10, 100), "ls");
+  // Back and forth across the exec (lookups remember an answer with its times).
+  EXPECT_EQ(sym.comm(10, 10, 99), "bash");
+  EXPECT_EQ(sym.comm(10, 10, 5000), "ls");
+  EXPECT_EQ(sym.comm(10, 10, 0), "bash");
   EXPECT_EQ(sym.comm(10, 11, 160), "ls");
   EXPECT_EQ(sym.comm(10, 11, 300), "worker");
   EXPECT_EQ(sym.comm(10, 12, 300), "ls") << "unknown thread: the process's name";
