@@ -86,8 +86,9 @@ class TextBuffer {
 
 // Field writers: each writes at p and returns the end. A line reserves
 // kLineFixed bytes for its fixed text and numbers plus its strings' sizes;
-// padding writes a whole kPad block and keeps what it needs (the next field
-// overwrites the rest), which is why kLineFixed leaves kPad bytes spare.
+// padding and hex numbers write a whole 16-byte block and keep what they need
+// (the next field overwrites the rest), which is why kLineFixed leaves kPad
+// bytes spare.
 constexpr size_t kLineFixed = 384;
 constexpr unsigned kPad = 16;
 constexpr char kSpaces[kPad + 1] = "                ";
@@ -99,9 +100,28 @@ template <size_t N>
   return p + N - 1;
 }
 
+// Names are short: up to 32 bytes go as two fixed-size copies that may
+// overlap (never reading outside `s`), longer ones through memcpy.
 [[gnu::always_inline]] inline char* put(char* p, std::string_view s) {
-  std::memcpy(p, s.data(), s.size());
-  return p + s.size();
+  const size_t n = s.size();
+  const char* src = s.data();
+  if (n >= 16 && n <= 32) {
+    std::memcpy(p, src, 16);
+    std::memcpy(p + n - 16, src + n - 16, 16);
+  } else if (n >= 8 && n < 16) {
+    std::memcpy(p, src, 8);
+    std::memcpy(p + n - 8, src + n - 8, 8);
+  } else if (n >= 4 && n < 8) {
+    std::memcpy(p, src, 4);
+    std::memcpy(p + n - 4, src + n - 4, 4);
+  } else if (n > 0 && n < 4) {
+    p[0] = src[0];
+    p[n / 2] = src[n / 2];
+    p[n - 1] = src[n - 1];
+  } else if (n > 32) {
+    std::memcpy(p, src, n);
+  }
+  return p + n;
 }
 
 // `n` (<= kPad) copies of `fill` (' ' or '0').
@@ -169,12 +189,13 @@ inline uint64_t hex_digits8(uint32_t x) {
 }
 
 // `v` in lowercase hex, padded with spaces on the left to `width` <= kPad.
+// Writes 16 bytes whatever the length (the next field overwrites the rest).
 [[gnu::always_inline]] inline char* put_hex(char* p, uint64_t v, unsigned width = 0) {
   const unsigned n = v == 0 ? 1 : (static_cast<unsigned>(std::bit_width(v)) + 3) / 4;
   if (n < width) p = put_pad(p, width - n, ' ');
-  const uint64_t words[2] = {hex_digits8(static_cast<uint32_t>(v >> 32)),
-                             hex_digits8(static_cast<uint32_t>(v))};
-  std::memcpy(p, reinterpret_cast<const char*>(words) + 16 - n, n);
+  const uint64_t words[4] = {hex_digits8(static_cast<uint32_t>(v >> 32)),
+                             hex_digits8(static_cast<uint32_t>(v)), 0, 0};
+  std::memcpy(p, reinterpret_cast<const char*>(words) + 16 - n, 16);
   return p + n;
 }
 
