@@ -157,6 +157,19 @@ TEST(ScriptTimeWindows, CutsOnlyBetweenDifferentLimits) {
   EXPECT_EQ(windows[3].end, 70u);
 }
 
+// Every sample of `l` lies in the bytes of the window of its time.
+void expect_samples_in_their_windows(const Layout& l, const std::vector<TimeWindow>& windows,
+                                     const std::string& what) {
+  for (const auto& [at, time] : l.samples) {
+    auto w = std::find_if(windows.begin(), windows.end(), [&](const TimeWindow& w) {
+      return w.first_time <= time && time <= w.last_time;
+    });
+    ASSERT_NE(w, windows.end()) << what << " time " << time;
+    EXPECT_GE(at, w->begin) << what << " time " << time;
+    EXPECT_LT(at, w->end) << what << " time " << time;
+  }
+}
+
 TEST(ScriptTimeWindows, EverySampleLiesInItsWindowsBytes) {
   for (uint32_t seed = 1; seed <= 20; seed++) {
     const Layout l = lay_out(generate(seed, 300, 12, 6));
@@ -166,14 +179,8 @@ TEST(ScriptTimeWindows, EverySampleLiesInItsWindowsBytes) {
       if (target == 1) {
         EXPECT_GT(windows.size(), 100u);
       }
-      for (const auto& [at, time] : l.samples) {
-        auto w = std::find_if(windows.begin(), windows.end(), [&](const TimeWindow& w) {
-          return w.first_time <= time && time <= w.last_time;
-        });
-        ASSERT_NE(w, windows.end());
-        EXPECT_GE(at, w->begin) << "seed " << seed << " target " << target << " time " << time;
-        EXPECT_LT(at, w->end) << "seed " << seed << " target " << target << " time " << time;
-      }
+      expect_samples_in_their_windows(l, windows, "seed " + std::to_string(seed) + " target " +
+                                                      std::to_string(target));
     }
   }
 }
@@ -203,14 +210,8 @@ TEST(ScriptTimeWindows, NarrowedWindowsStillHoldEverySample) {
         walked_before += planned[k].end - planned[k].begin;
         walked_after += windows[k].end - windows[k].begin;
       }
-      for (const auto& [at, time] : l.samples) {
-        auto w = std::find_if(windows.begin(), windows.end(), [&](const TimeWindow& w) {
-          return w.first_time <= time && time <= w.last_time;
-        });
-        ASSERT_NE(w, windows.end());
-        EXPECT_GE(at, w->begin) << "seed " << seed << " target " << target << " time " << time;
-        EXPECT_LT(at, w->end) << "seed " << seed << " target " << target << " time " << time;
-      }
+      expect_samples_in_their_windows(l, windows, "seed " + std::to_string(seed) + " target " +
+                                                      std::to_string(target));
     }
   }
   EXPECT_LT(walked_after, walked_before);  // the point of narrowing
