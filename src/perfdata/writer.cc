@@ -195,16 +195,24 @@ Status FileWriter::write_features(const Features& features, uint64_t data_size,
   for (const AttrEntry& a : attrs_) events.push_back({&a.attr, &a.name, &a.ids});
   std::map<int, std::vector<std::byte>> sections = encode_features(features, events);
 
+  // The table, then each section where the table says (not copied into one
+  // buffer first: the BPF sections of a recording with churn are megabytes).
   const uint64_t table_at = data_offset_ + data_size;
   uint64_t payload_at = table_at + sections.size() * sizeof(FileSection);
-  std::vector<std::byte> out;
+  std::vector<std::byte> table;
   for (const auto& [feat, bytes] : sections) {
-    append_pod(out, FileSection{payload_at, bytes.size()});
+    append_pod(table, FileSection{payload_at, bytes.size()});
     payload_at += bytes.size();
   }
-  for (const auto& [feat, bytes] : sections) out.insert(out.end(), bytes.begin(), bytes.end());
-  if (int err = pwrite_all(fd_.get(), out, table_at))
-    return io_error("writing features of", path_, err);
+  uint64_t at = table_at;
+  if (int err = pwrite_all(fd_.get(), table, at)) return io_error("writing features of", path_, err);
+  at += table.size();
+  for (const auto& [feat, bytes] : sections) {
+    if (int err = pwrite_all(fd_.get(), bytes, at)) {
+      return io_error("writing features of", path_, err);
+    }
+    at += bytes.size();
+  }
   for (const auto& [feat, bytes] : sections) set_feature_bit(bitmap, feat);
   return ok_status();
 }
