@@ -5,6 +5,7 @@
 // symbolizes in parallel and most mapped files are never sampled.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -75,6 +76,7 @@ class ElfCache {
     std::string path;
     std::string debug_root;
     mutable std::once_flag once;
+    mutable std::atomic<bool> loaded{false};  // set once `elf` is final
     mutable std::unique_ptr<ElfSymbols> elf;
   };
   std::string symfs_;
