@@ -2,20 +2,7 @@
 #include "report/script.h"
 
 #include <algorithm>
-#include <bit>
-#include <cerrno>
-#include <condition_variable>
-#include <deque>
-#include <cstring>
-#include <memory>
-#include <mutex>
-#include <optional>
-#include <string>
-#include <thread>
-#include <utility>
-#include <vector>
-
-#include <algorithm>
+#include <array>
 #include <bit>
 #include <cerrno>
 #include <condition_variable>
@@ -235,9 +222,34 @@ class JsonString {
 // The leaf of a sample without frames.
 const symbols::Frame kNoFrame{};
 
-void format_sample(const Session& session, const OrderedSample& ref, ScriptFormat format,
-                   std::vector<SymbolizedFrame>& frames, TextBuffer& out) {
+// A formatting thread's state from line to line. Consecutive samples mostly
+// repeat their thread and second, so the text of those fields is kept.
+struct LineScratch {
+  std::vector<SymbolizedFrame> frames;
   perf::Sample parsed;
+  // "{comm:>16} {pid:>7}/{tid:<7} [{cpu:03}] " as last written on each CPU
+  // (time order interleaves the CPUs), for that comm (by its bytes' address:
+  // names are interned), pid, tid and cpu.
+  struct Thread {
+    const char* comm = nullptr;
+    size_t comm_size = 0;
+    uint32_t pid = 0, tid = 0, cpu = 0;
+    size_t size = 0;  // 0: none kept
+    char text[64] = {};
+  };
+  std::array<Thread, 16> threads;
+  // "{seconds}." as last written.
+  struct {
+    uint64_t seconds = UINT64_MAX;
+    size_t size = 0;
+    char text[24] = {};
+  } second;
+};
+
+void format_sample(const Session& session, const OrderedSample& ref, ScriptFormat format,
+                   LineScratch& scratch, TextBuffer& out) {
+  std::vector<SymbolizedFrame>& frames = scratch.frames;
+  perf::Sample& parsed = scratch.parsed;
   if (!perf::Sample::parse_fast(ref.record, *ref.layout, parsed)) {
     auto full = perf::Sample::parse(ref.record, *ref.layout);
     if (!full.ok()) {
@@ -307,19 +319,40 @@ void format_sample(const Session& session, const OrderedSample& ref, ScriptForma
   const bool ascii = is_ascii(comm);
   if (!ascii) out.append(fmt::format("{:>16}", comm));
   char* p = out.reserve(kLineFixed + comm.size() + leaf.symbol.size() + leaf.dso.size());
-  if (ascii) {
-    if (comm.size() < 16) p = put_pad(p, 16 - static_cast<unsigned>(comm.size()), ' ');
-    p = put(p, comm);
+  LineScratch::Thread& th = scratch.threads[sample->cpu % scratch.threads.size()];
+  if (ascii && th.size != 0 && th.comm == comm.data() && th.comm_size == comm.size() &&
+      th.pid == sample->pid && th.tid == sample->tid && th.cpu == sample->cpu) {
+    std::memcpy(p, th.text, sizeof th.text);
+    p += th.size;
+  } else {
+    char* const start = p;
+    if (ascii) {
+      if (comm.size() < 16) p = put_pad(p, 16 - static_cast<unsigned>(comm.size()), ' ');
+      p = put(p, comm);
+    }
+    p = put(p, " ");
+    p = put_uint(p, sample->pid, 7);
+    p = put(p, "/");
+    p = put_uint(p, sample->tid, 7, ' ', true);
+    p = put(p, " [");
+    p = put_uint(p, sample->cpu, 3, '0');
+    p = put(p, "] ");
+    th.size = 0;
+    if (ascii && static_cast<size_t>(p - start) <= sizeof th.text) {
+      th = {comm.data(), comm.size(), sample->pid, sample->tid, sample->cpu,
+            static_cast<size_t>(p - start), {}};
+      std::memcpy(th.text, start, th.size);
+    }
   }
-  p = put(p, " ");
-  p = put_uint(p, sample->pid, 7);
-  p = put(p, "/");
-  p = put_uint(p, sample->tid, 7, ' ', true);
-  p = put(p, " [");
-  p = put_uint(p, sample->cpu, 3, '0');
-  p = put(p, "] ");
-  p = put_uint(p, sample->time / 1000000000);
-  p = put(p, ".");
+  auto& sec = scratch.second;
+  if (sec.seconds != sample->time / 1000000000) {
+    sec.seconds = sample->time / 1000000000;
+    char* q = put_uint(sec.text, sec.seconds);
+    *q++ = '.';
+    sec.size = static_cast<size_t>(q - sec.text);
+  }
+  std::memcpy(p, sec.text, sizeof sec.text);
+  p += sec.size;
   p = put_uint(p, sample->time % 1000000000 / 1000, 6, '0');
   p = put(p, ": ");
   p = put_hex(p, ip, 16);
@@ -444,7 +477,7 @@ Status Pipeline::finish() {
 }
 
 void Pipeline::work() {
-  std::vector<SymbolizedFrame> frames;
+  LineScratch scratch;
   for (;;) {
     Task task;
     {
@@ -460,7 +493,7 @@ void Pipeline::work() {
     TextBuffer& text = slot.texts[task.part];
     text.clear();
     for (size_t i = begin; i < end; i++) {
-      format_sample(session_, slot.samples[i], format_, frames, text);
+      format_sample(session_, slot.samples[i], format_, scratch, text);
     }
     {
       std::lock_guard lock(mu_);
@@ -552,7 +585,7 @@ Status WindowPipeline::run() {
 
 void WindowPipeline::work() {
   WindowSamples samples;
-  std::vector<SymbolizedFrame> frames;
+  LineScratch scratch;
   for (;;) {
     size_t k;
     {
@@ -568,7 +601,7 @@ void WindowPipeline::work() {
     slot.status = samples.collect(session_, windows_[k]);
     if (slot.status.ok()) {
       for (const OrderedSample& s : samples.samples()) {
-        format_sample(session_, s, format_, frames, slot.text);
+        format_sample(session_, s, format_, scratch, slot.text);
       }
     }
     {

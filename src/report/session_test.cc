@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <limits>
 #include <string>
+#include <vector>
 
 #include "perfdata/test_util.h"
 #include "report/aggregate.h"
@@ -137,6 +138,59 @@ void expect_same_sessions(const std::string& path, size_t parallel_pieces) {
   EXPECT_EQ(report_a, render_text(aggregate(b, {}), render));
   EXPECT_NE(report_a.find("bpf_prog_1111111111111111_a"), std::string::npos);
   EXPECT_EQ(script_of(a), script_of(b));
+}
+
+TEST(ScriptLines, AThreadRenamedMidwayIsPrintedUnderEachNameInTurn) {
+  // One thread on one CPU, samples back to back (script keeps the text of a
+  // line's thread fields from line to line), renamed at time 500 and 800,
+  // the second time to a name of another length.
+  bpfprof::testing::TempDir dir;
+  const std::string path = dir.file("renamed.data");
+  {
+    auto w = perfdata::FileWriter::create(path, perfdata::test::two_attrs(kSampleType));
+    ASSERT_TRUE(w.ok());
+    auto side = [](uint64_t time) {
+      return TrailerValues{7, 7, time, perfdata::test::kDummyId, 0, 3};
+    };
+    auto sample = [](uint64_t time) {
+      SampleValues s;
+      s.id = perfdata::test::kSampleId;
+      s.ip = 0x401000;
+      s.pid = s.tid = 7;
+      s.cpu = 3;
+      s.time = time;
+      s.period = 1;
+      s.callchain = {perf::kContextUser, s.ip};
+      return bpfprof::testing::sample_record(kSampleType, s, perf::kMiscUser);
+    };
+    using bpfprof::testing::comm_record;
+    ASSERT_TRUE(w->append(comm_record(kSampleType, 7, 7, "before", side(1))).ok());
+    for (uint64_t t = 100; t < 1200; t += 100) {
+      if (t == 500) {
+        ASSERT_TRUE(w->append(comm_record(kSampleType, 7, 7, "after", side(t))).ok());
+      }
+      if (t == 800) {
+        ASSERT_TRUE(w->append(comm_record(kSampleType, 7, 7, "renamed-long", side(t))).ok());
+      }
+      ASSERT_TRUE(w->append(sample(t + 1)).ok());
+    }
+    ASSERT_TRUE(w->close(perfdata::Features{}).ok());
+  }
+  auto s = Session::open(path, SessionOptions{});
+  ASSERT_TRUE(s.ok()) << s.error().to_string();
+  const std::string out = script_of(**s);
+  std::vector<std::string> names;
+  for (size_t at = 0; at < out.size();) {
+    const size_t end = out.find('\n', at);
+    const std::string line = out.substr(at, end - at);
+    at = end == std::string::npos ? out.size() : end + 1;
+    const size_t first = line.find_first_not_of(' ');
+    names.push_back(line.substr(first, line.find(' ', first) - first));
+  }
+  const std::vector<std::string> want = {"before", "before", "before",       "before",
+                                         "after",  "after",  "after",        "renamed-long",
+                                         "renamed-long", "renamed-long", "renamed-long"};
+  EXPECT_EQ(names, want) << out;
 }
 
 TEST(SessionPass1, HalvesAtOnceGiveWhatOneWalkGives) {
