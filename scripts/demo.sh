@@ -15,7 +15,10 @@ out=${1:-demo.data}
   "$build/bin/bpfprof-workload" --programs 30 --lifetime 50ms,200ms --subprog-programs 4 \
   --long-lived 1s --truth "$out.truth.json" --quiet
 echo
-"$build/bin/bpfprof" report -i "$out" --sort sym | head -60
+# The first 60 lines, without a pipe: `head` closing one early would kill the
+# report with SIGPIPE mid-write, and pipefail would fail the demo with it.
+report=$("$build/bin/bpfprof" report -i "$out" --sort sym)
+sed -n 1,60p <<<"$report"
 echo
 echo "Also: $build/bin/bpfprof report -i $out --bpf-only --sort prog,line   (cost per BPF source line)"
 echo "      perf report -i $out                                        (Linux perf reads the same file)"
