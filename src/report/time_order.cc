@@ -155,6 +155,13 @@ bool rounds_small(const Session& session) {
          std::max<uint64_t>(kMinPending, session.sample_count() / 16);
 }
 
+// Where round segment j starts: segment j holds the records after round end j
+// (the data start for j = 0) up to round end j + 1 (the data end after the last).
+uint64_t segment_start_of(size_t j, std::span<const RoundMark> rounds, uint64_t data_begin,
+                          uint64_t data_end) {
+  return j == 0 ? data_begin : j <= rounds.size() ? rounds[j - 1].offset : data_end;
+}
+
 }  // namespace
 
 void RecordStore::grow(size_t more) {
@@ -184,9 +191,7 @@ std::vector<TimeWindow> plan_time_windows(std::span<const RoundMark> rounds, uin
   // limit at round end j + 2); past the last round there is no upper bound.
   const size_t rounds_n = rounds.size();
   auto limit = [&](size_t j) { return j == 0 ? uint64_t{0} : rounds[j - 1].limit; };
-  auto segment_start = [&](size_t j) {
-    return j == 0 ? data_begin : j <= rounds_n ? rounds[j - 1].offset : data_end;
-  };
+  auto segment_start = [&](size_t j) { return segment_start_of(j, rounds, data_begin, data_end); };
   // The first j with limit(j) > t (limits never decrease; limit(0) = 0 <= t).
   auto first_above = [&](uint64_t t) -> size_t {
     auto it = std::upper_bound(rounds.begin(), rounds.end(), t,
@@ -231,9 +236,7 @@ void narrow_time_windows(std::vector<TimeWindow>& windows, std::span<const Round
                          std::span<const SampleOrder::SampleSpan> segments, uint64_t data_begin,
                          uint64_t data_end) {
   if (segments.size() != rounds.size() + 1) return;
-  auto segment_start = [&](size_t j) {
-    return j == 0 ? data_begin : j <= rounds.size() ? rounds[j - 1].offset : data_end;
-  };
+  auto segment_start = [&](size_t j) { return segment_start_of(j, rounds, data_begin, data_end); };
   // The segment starting at `offset` (a window edge is always a segment start).
   auto segment_at = [&](uint64_t offset) -> size_t {
     if (offset <= data_begin) return 0;

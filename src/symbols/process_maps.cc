@@ -51,7 +51,7 @@ void ProcessMaps::on_fork(uint64_t time, uint32_t pid, uint32_t ppid, uint32_t t
                           uint32_t ptid, bool fork_exec) {
   // The new thread starts with its parent thread's name.
   if (auto c = comms_.find(ptid); c != comms_.end() && !c->second.empty() && tid != ptid) {
-    std::string_view parent = comm_in(c->second, time);
+    std::string_view parent = comm_in(c->second, time).comm;
     if (!parent.empty()) comms_[tid].push_back({time, parent});
   }
   if (pid == ppid && tid != pid) {
@@ -89,11 +89,15 @@ const ProcessMaps::Timeline* ProcessMaps::process(uint32_t pid) const {
   return it == procs_.end() ? nullptr : &it->second;
 }
 
-std::string_view ProcessMaps::comm_in(const std::vector<CommAt>& list, uint64_t time) {
-  if (list.empty()) return {};
+ProcessMaps::CommSpan ProcessMaps::comm_in(const std::vector<CommAt>& list, uint64_t time) {
+  CommSpan span;
+  if (list.empty()) return span;
   auto it = std::upper_bound(list.begin(), list.end(), time,
                              [](uint64_t t, const CommAt& c) { return t < c.time; });
-  return it == list.begin() ? list.front().comm : std::prev(it)->comm;
+  span.comm = it == list.begin() ? list.front().comm : std::prev(it)->comm;
+  if (it != list.begin()) span.from = std::prev(it)->time;
+  if (it != list.end()) span.to = it->time;
+  return span;
 }
 
 std::string_view ProcessMaps::comm(uint32_t pid, uint32_t tid, uint64_t time) const {
@@ -128,15 +132,8 @@ std::string_view ProcessMaps::comm(uint32_t pid, uint32_t tid, uint64_t time) co
       list = &it2->second;
     }
   }
-  Last found{serial_, pid, tid, list, 0, UINT64_MAX, {}};
-  if (list != nullptr && !list->empty()) {
-    // As comm_in: the last name set at or before `time` (the first before any).
-    auto it = std::upper_bound(list->begin(), list->end(), time,
-                               [](uint64_t t, const CommAt& c) { return t < c.time; });
-    found.comm = it == list->begin() ? list->front().comm : std::prev(it)->comm;
-    if (it != list->begin()) found.t_from = std::prev(it)->time;
-    if (it != list->end()) found.t_to = it->time;
-  }
+  const CommSpan span = list != nullptr ? comm_in(*list, time) : CommSpan{};
+  const Last found{serial_, pid, tid, list, span.from, span.to, span.comm};
   if (serial_ != 0) {
     if (last == nullptr) last = &recent[next++ % kRecent];
     *last = found;

@@ -60,7 +60,13 @@ class ProcessMaps {
   Timeline& process_mut(uint32_t pid) { return procs_[pid]; }
   void end_all(Timeline& t, uint64_t time);
   uint32_t file_index(std::string_view path, std::span<const uint8_t> build_id);
-  static std::string_view comm_in(const std::vector<CommAt>& list, uint64_t time);
+  // The name in force at `time` (the first one before any) and the times
+  // [from, to) it stays in force for.
+  struct CommSpan {
+    std::string_view comm;
+    uint64_t from = 0, to = UINT64_MAX;
+  };
+  static CommSpan comm_in(const std::vector<CommAt>& list, uint64_t time);
 
   ElfCache& elf_;
   std::unordered_map<uint32_t, Timeline> procs_;
