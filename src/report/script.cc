@@ -177,13 +177,25 @@ inline uint64_t hex_digits8(uint32_t x) {
 
 // `v` in lowercase hex, padded with spaces on the left to `width` <= kPad.
 // Writes 16 bytes whatever the length (the next field overwrites the rest).
+// The 16 digits are shifted into place in registers: copying them out of a
+// stack array at a varying offset stalled on store forwarding.
 [[gnu::always_inline]] inline char* put_hex(char* p, uint64_t v, unsigned width = 0) {
   const unsigned n = v == 0 ? 1 : (static_cast<unsigned>(std::bit_width(v)) + 3) / 4;
   if (n < width) p = put_pad(p, width - n, ' ');
-  const uint64_t words[4] = {hex_digits8(static_cast<uint32_t>(v >> 32)),
-                             hex_digits8(static_cast<uint32_t>(v)), 0, 0};
-  std::memcpy(p, reinterpret_cast<const char*>(words) + 16 - n, 16);
+  static_assert(std::endian::native == std::endian::little);
+  // Byte i of `digits` is the i-th of the 16 digits in memory order.
+  const unsigned __int128 digits =
+      static_cast<unsigned __int128>(hex_digits8(static_cast<uint32_t>(v))) << 64 |
+      hex_digits8(static_cast<uint32_t>(v >> 32));
+  const unsigned __int128 shown = digits >> (8 * (16 - n));
+  std::memcpy(p, &shown, 16);
   return p + n;
+}
+
+// 64 bytes as four 16-byte moves (a 64-byte memcpy became `rep movs`, slow to
+// start for a copy this short).
+[[gnu::always_inline]] inline void copy64(char* dst, const char* src) {
+  for (int i = 0; i < 4; i++) std::memcpy(dst + 16 * i, src + 16 * i, 16);
 }
 
 bool is_ascii(std::string_view s) {
@@ -322,7 +334,8 @@ void format_sample(const Session& session, const OrderedSample& ref, ScriptForma
   LineScratch::Thread& th = scratch.threads[sample->cpu % scratch.threads.size()];
   if (ascii && th.size != 0 && th.comm == comm.data() && th.comm_size == comm.size() &&
       th.pid == sample->pid && th.tid == sample->tid && th.cpu == sample->cpu) {
-    std::memcpy(p, th.text, sizeof th.text);
+    static_assert(sizeof th.text == 64);
+    copy64(p, th.text);
     p += th.size;
   } else {
     char* const start = p;
