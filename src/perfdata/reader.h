@@ -11,6 +11,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -137,6 +138,32 @@ class FileReader {
   static constexpr size_t kFewIds = 16;
   std::vector<std::pair<uint64_t, size_t>> few_ids_;
   mutable ReaderStats stats_;
+};
+
+// FileReader::attr_for with a memory of the last record's id: a walk meets
+// one CPU's records in runs, so most records repeat the id before them. One
+// per walking thread; valid while the reader is.
+class AttrMemo {
+ public:
+  explicit AttrMemo(const FileReader& reader) : reader_(reader) {}
+  const FileAttr* operator()(const perf::RecordView& r) {
+    const std::vector<FileAttr>& attrs = reader_.attrs();
+    if (attrs.size() <= 1) return attrs.empty() ? nullptr : &attrs[0];
+    // Where attr_for reads the id (all attrs of a valid file agree on it).
+    const std::optional<uint64_t> id = attrs[0].layout.id_of(r);
+    if (id && *id != 0 && *id == id_) return attr_;
+    const FileAttr* attr = reader_.attr_for(r);
+    if (id && *id != 0) {
+      id_ = *id;
+      attr_ = attr;
+    }
+    return attr;
+  }
+
+ private:
+  const FileReader& reader_;
+  uint64_t id_ = 0;  // 0: nothing remembered (id 0 is never looked up)
+  const FileAttr* attr_ = nullptr;
 };
 
 }  // namespace bpfprof::perfdata

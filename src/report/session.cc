@@ -54,7 +54,7 @@ struct Session::Piece {
     bool ended = false;  // a FINISHED_ROUND ends it (else the piece ends first)
     uint64_t end_offset = 0;  // that FINISHED_ROUND's file offset
   };
-  explicit Piece(Session& s) : session(s) {}
+  explicit Piece(Session& s) : session(s), attr_of(s.reader_) {}
 
   void on_record(const perf::RecordView& view, uint64_t at);
   // Copies a side-band record into this piece's arena (see Session::keep).
@@ -65,6 +65,7 @@ struct Session::Piece {
   void report_progress(uint64_t at);
 
   Session& session;
+  perfdata::AttrMemo attr_of;
   uint64_t dropped = 0;  // walked bytes up to here were dropped and reported
   uint64_t end = 0;      // where the piece's bytes end
   uint64_t records = 0, start_ns = 0, end_ns = 0, lost = 0, throttled = 0;
@@ -96,7 +97,7 @@ void Session::Piece::on_record(const perf::RecordView& view, uint64_t at) {
     return;
   }
   if (type >= perf::kRecordHeaderAttr) return;  // user records carry no events
-  const perfdata::FileAttr* attr = session.reader_.attr_for(view);
+  const perfdata::FileAttr* attr = attr_of(view);
   if (attr == nullptr) {
     unknown_attr++;
     return;

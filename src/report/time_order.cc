@@ -279,11 +279,12 @@ Status WindowSamples::collect(const Session& session, const TimeWindow& window) 
   // The records are read where they are, in the file's mapping: views need
   // no copy, and the caller drops the pages once the window is written.
   const perfdata::FileReader& reader = session.reader();
+  perfdata::AttrMemo attr_of(reader);
   BPFPROF_TRY(reader.for_each_record_in(
       window.begin, window.end,
       [&](const perf::RecordView& r, uint64_t) {
         if (r.header.type != perf::kRecordSample) return;
-        const perfdata::FileAttr* attr = reader.attr_for(r);
+        const perfdata::FileAttr* attr = attr_of(r);
         if (attr == nullptr) return;  // not emitted by the other orders either
         const uint64_t time = attr->layout.time_of(r).value_or(0);
         if (time < window.first_time || time > window.last_time) return;
