@@ -176,13 +176,18 @@ inline uint64_t hex_digits8(uint32_t x) {
 }
 
 // `v` in lowercase hex, padded with spaces on the left to `width` <= kPad.
-// Writes 16 bytes whatever the length (the next field overwrites the rest).
+// Writes 8 or 16 bytes whatever the length (the next field overwrites the rest).
 // The 16 digits are shifted into place in registers: copying them out of a
 // stack array at a varying offset stalled on store forwarding.
 [[gnu::always_inline]] inline char* put_hex(char* p, uint64_t v, unsigned width = 0) {
   const unsigned n = v == 0 ? 1 : (static_cast<unsigned>(std::bit_width(v)) + 3) / 4;
   if (n < width) p = put_pad(p, width - n, ' ');
   static_assert(std::endian::native == std::endian::little);
+  if (n <= 8) {  // offsets: the low half's digits are all there is
+    const uint64_t shown = hex_digits8(static_cast<uint32_t>(v)) >> (8 * (8 - n));
+    std::memcpy(p, &shown, 8);
+    return p + n;
+  }
   // Byte i of `digits` is the i-th of the 16 digits in memory order.
   const unsigned __int128 digits =
       static_cast<unsigned __int128>(hex_digits8(static_cast<uint32_t>(v))) << 64 |
@@ -328,12 +333,14 @@ void format_sample(const Session& session, const OrderedSample& ref, ScriptForma
   }
   // "{:>16} {:>7}/{:<7} [{:03}] {}.{:06}: {:16x} {}+0x{:x} ({})\n" by hand.
   // fmt pads by display width; for ASCII that is the byte count.
-  const bool ascii = is_ascii(comm);
+  // A kept thread text was made from an ASCII comm (same bytes: same address).
+  LineScratch::Thread& th = scratch.threads[sample->cpu % scratch.threads.size()];
+  const bool kept = th.size != 0 && th.comm == comm.data() && th.comm_size == comm.size() &&
+                    th.pid == sample->pid && th.tid == sample->tid && th.cpu == sample->cpu;
+  const bool ascii = kept || is_ascii(comm);
   if (!ascii) out.append(fmt::format("{:>16}", comm));
   char* p = out.reserve(kLineFixed + comm.size() + leaf.symbol.size() + leaf.dso.size());
-  LineScratch::Thread& th = scratch.threads[sample->cpu % scratch.threads.size()];
-  if (ascii && th.size != 0 && th.comm == comm.data() && th.comm_size == comm.size() &&
-      th.pid == sample->pid && th.tid == sample->tid && th.cpu == sample->cpu) {
+  if (kept) {
     static_assert(sizeof th.text == 64);
     copy64(p, th.text);
     p += th.size;

@@ -5,10 +5,12 @@
 // between threads in any way gives the single-thread report.
 #include "report/session.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cstdio>
 #include <limits>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -191,6 +193,74 @@ TEST(ScriptLines, AThreadRenamedMidwayIsPrintedUnderEachNameInTurn) {
                                          "after",  "after",  "after",        "renamed-long",
                                          "renamed-long", "renamed-long", "renamed-long"};
   EXPECT_EQ(names, want) << out;
+}
+
+TEST(ScriptLines, NumbersOfEveryWidthAndNamesOfAnyScriptMatchTheFormat) {
+  // Instruction pointers and symbol offsets of every hex width (the line
+  // writer has a short and a long path for each), thread names ASCII and not
+  // taking turns on one CPU (the line writer keeps the text of ASCII ones),
+  // against the format written out with fmt.
+  bpfprof::testing::TempDir dir;
+  const std::string path = dir.file("widths.data");
+  constexpr uint64_t kProg = 0xffffffff00000000;  // a BPF symbol 4 GiB long
+  struct Line {
+    uint32_t pid, cpu;
+    uint64_t ip, time;
+    bool kernel;
+  };
+  std::vector<Line> lines;
+  uint64_t time = 1'999'999'000;
+  for (unsigned digits = 1; digits <= 12; digits++) {
+    const uint64_t user_ip = 0x123456789abcull >> (4 * (12 - digits));
+    const uint64_t off = digits <= 8 ? 0x89abcdefull >> (4 * (8 - digits)) : 0;
+    for (uint32_t pid : {7u, 8u}) {
+      lines.push_back({pid, 3, user_ip, time += 777, false});
+      if (digits <= 8) lines.push_back({pid, 3, kProg + off, time += 777, true});
+    }
+    lines.push_back({7, 1, 0xffffffff80000000 + digits, time += 777, true});  // no symbol
+  }
+  const std::map<uint32_t, std::string> comms = {{7, "ascii-name"}, {8, "caf\xc3\xa9-\xc3\xbc"}};
+  {
+    auto w = perfdata::FileWriter::create(path, perfdata::test::two_attrs(kSampleType));
+    ASSERT_TRUE(w.ok());
+    auto side = [](uint32_t pid) {
+      return TrailerValues{pid, pid, 1, perfdata::test::kDummyId, 0, 3};
+    };
+    ASSERT_TRUE(w->append(bpfprof::testing::ksymbol_record(kSampleType, kProg, 0xfffffff0,
+                                                           perf::kKsymTypeBpf, 0, "wide_prog",
+                                                           side(0)))
+                    .ok());
+    for (const auto& [pid, comm] : comms) {
+      ASSERT_TRUE(w->append(bpfprof::testing::comm_record(kSampleType, pid, pid, comm, side(pid))).ok());
+    }
+    for (const Line& l : lines) {
+      SampleValues s;
+      s.id = perfdata::test::kSampleId;
+      s.ip = l.ip;
+      s.pid = s.tid = l.pid;
+      s.cpu = l.cpu;
+      s.time = l.time;
+      s.period = 1;
+      s.callchain = {l.kernel ? perf::kContextKernel : perf::kContextUser, s.ip};
+      ASSERT_TRUE(w->append(bpfprof::testing::sample_record(
+                                kSampleType, s, l.kernel ? perf::kMiscKernel : perf::kMiscUser))
+                      .ok());
+    }
+    ASSERT_TRUE(w->close(perfdata::Features{}).ok());
+  }
+  auto s = Session::open(path, SessionOptions{});
+  ASSERT_TRUE(s.ok()) << s.error().to_string();
+  std::string want;
+  for (const Line& l : lines) {
+    want += fmt::format("{:>16} {:>7}/{:<7} [{:03}] {}.{:06}: {:16x} ", comms.at(l.pid), l.pid,
+                        l.pid, l.cpu, l.time / 1000000000, l.time % 1000000000 / 1000, l.ip);
+    if (l.kernel && l.ip >= kProg && l.ip < kProg + 0xfffffff0) {
+      want += fmt::format("wide_prog+0x{:x} ([bpf])\n", l.ip - kProg);
+    } else {
+      want += "[unknown] ([unknown])\n";
+    }
+  }
+  EXPECT_EQ(script_of(**s), want);
 }
 
 TEST(SessionPass1, HalvesAtOnceGiveWhatOneWalkGives) {
