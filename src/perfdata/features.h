@@ -67,6 +67,12 @@ struct Features {
   // recording started ("addr type name [module]" lines), so a report on another
   // machine or after a reboot names kernel code the same (stored zstd-compressed).
   std::optional<std::string> kallsyms;
+  // A large snapshot as stored, instead of `kallsyms`: the symbolizer decodes
+  // it (decode_kallsyms) on its indexing thread, so the decompression runs
+  // while pass 1 walks the records instead of before. A view into the
+  // reader's file, valid as long as the FileReader; empty otherwise.
+  Bytes kallsyms_packed;
+  uint64_t kallsyms_packed_at = 0;  // its file offset (error messages)
   std::optional<Compression> compression;      // COMPRESSED
   std::optional<EnrichmentSection> enrichment;  // bpfprof's 251
   std::optional<RunStatsSection> run_stats;     // bpfprof's 252

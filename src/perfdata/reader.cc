@@ -17,7 +17,6 @@
 #include <cstring>
 #include <optional>
 #include <system_error>
-#include <thread>
 
 #include "base/unique_fd.h"
 #include "perfdata/file_format.h"
@@ -28,8 +27,9 @@ namespace {
 
 constexpr uint64_t kOldHeaderSize = 72;  // before adds_features: no features
 constexpr uint64_t kAttrSizeVer0 = 64;
-// A kallsyms snapshot section at least this large is decoded on a thread.
-constexpr uint64_t kThreadedKallsymsBytes = 64 << 10;
+// A kallsyms snapshot section at least this large is left for the
+// symbolizer to decode (Features::kallsyms_packed).
+constexpr uint64_t kDeferredKallsymsBytes = 64 << 10;
 
 // [offset, offset + size) lies inside a file of `file_size` bytes.
 bool in_file(uint64_t offset, uint64_t size, uint64_t file_size) {
@@ -195,10 +195,6 @@ Status FileReader::parse_file() {
                          "feature table of " + std::to_string(nr_feats) +
                              " entries exceeds file size " + std::to_string(file_size));
   std::vector<std::string> event_names;
-  // The kallsyms snapshot is most of the decoding (a few MB of zstd): a large
-  // one is decompressed on a thread of its own while the others decode.
-  std::thread kallsyms_thread;
-  std::optional<Result<std::string>> kallsyms;
   uint64_t entry_at = table_at;
   for (int feat = 0; feat < kFeatureBits; ++feat) {
     // Every set bit owns a table entry, even the reserved bit 0.
@@ -212,25 +208,13 @@ Status FileReader::parse_file() {
       continue;
     }
     const Bytes payload = file_.subspan(s.offset, s.size);
-    if (feat == kFeatBpfprofKallsyms && s.size >= kThreadedKallsymsBytes) {
-      try {
-        kallsyms_thread = std::thread([&kallsyms, payload, at = s.offset] {
-          kallsyms.emplace(decode_kallsyms(payload, at));
-        });
-        continue;
-      } catch (const std::system_error&) {
-        // No thread: decoded below like the others.
-      }
+    // The kallsyms snapshot is most of the decoding (a few MB of zstd).
+    if (feat == kFeatBpfprofKallsyms && s.size >= kDeferredKallsymsBytes) {
+      features_.kallsyms_packed = payload;
+      features_.kallsyms_packed_at = s.offset;
+      continue;
     }
     decode_one_feature(feat, payload, s.offset, event_names);
-  }
-  if (kallsyms_thread.joinable()) {
-    kallsyms_thread.join();
-    if (kallsyms->ok()) {
-      features_.kallsyms = std::move(*kallsyms).value();
-    } else {
-      feature_errors_.push_back(std::move(*kallsyms).error());
-    }
   }
   // EVENT_DESC names go to the attrs by position (perf does the same).
   for (size_t i = 0; i < event_names.size() && i < attrs_.size(); ++i)

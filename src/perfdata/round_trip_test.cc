@@ -187,6 +187,47 @@ TEST_F(RoundTripTest, AttrsIdsNamesRecordsFeatures) {
   EXPECT_EQ(f.other.at(kFeatCpuDesc), want.other.at(kFeatCpuDesc));
 }
 
+// A small kallsyms snapshot is decoded at open; a large one (most of what
+// opening would decode) is left packed for the symbolizer, and decodes to
+// the text written.
+TEST_F(RoundTripTest, LargeKallsymsSnapshotIsLeftPackedSmallOneDecoded) {
+  const std::string large = [] {
+    // Names that do not repeat, so the section stays large once compressed.
+    std::string text;
+    uint64_t x = 88172645463325252ull;
+    for (int i = 0; text.size() < (1 << 20); i++) {
+      x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+      text += "ffffffff8" + std::to_string(1000000 + i) + "0 T f_" + std::to_string(x) + "\n";
+    }
+    return text;
+  }();
+  const std::string small = "ffffffff81000000 T _text\n";
+  for (const std::string* text : {&small, &large}) {
+    SCOPED_TRACE(text->size());
+    const std::string path = dir_.file("kallsyms.data");
+    auto w = FileWriter::create(path, test::two_attrs());
+    ASSERT_TRUE(w.ok()) << w.error().to_string();
+    Features f;
+    f.kallsyms = *text;
+    ASSERT_TRUE(w->close(f).ok());
+    auto r = FileReader::open(path);
+    ASSERT_TRUE(r.ok()) << r.error().to_string();
+    EXPECT_TRUE(r->feature_errors().empty());
+    const Features& got = r->features();
+    if (text == &small) {
+      EXPECT_EQ(got.kallsyms, small);
+      EXPECT_TRUE(got.kallsyms_packed.empty());
+      continue;
+    }
+    EXPECT_FALSE(got.kallsyms.has_value());
+    ASSERT_FALSE(got.kallsyms_packed.empty());
+    EXPECT_GT(got.kallsyms_packed_at, r->data_offset());
+    auto decoded = decode_kallsyms(got.kallsyms_packed, got.kallsyms_packed_at);
+    ASSERT_TRUE(decoded.ok()) << decoded.error().to_string();
+    EXPECT_EQ(*decoded, large);
+  }
+}
+
 TEST_F(RoundTripTest, AttrIdsEditableBeforeFirstAppend) {
   const std::string path = dir_.file("ids.data");
   auto w = FileWriter::create(path, test::two_attrs());

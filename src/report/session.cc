@@ -383,6 +383,8 @@ Status Session::pass1(const SessionOptions& options) {
                    [](const Sideband& a, const Sideband& b) { return a.time < b.time; });
   for (const Sideband& s : sideband) symbolizer_->add_sideband(s.record, *s.layout);
   symbolizer_->finish();
+  // A snapshot the reader left packed is decoded by the symbolizer.
+  if (symbolizer_->kallsyms_error()) counters_["feature_sections_unreadable"]++;
   return ok_status();
 }
 size_t Session::chunk_count() const {

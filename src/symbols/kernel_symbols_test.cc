@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "perfdata/features.h"
 #include "symbols/test_support.h"
 
 namespace bpfprof::symbols {
@@ -49,9 +50,18 @@ struct Case {
   Unknown unknown = Unknown::kNone;
 };
 
-TEST(KernelSymbolsTest, ResolvesFromSnapshotWithModuleMaps) {
+// The snapshot as text (small sections, built features) or as the reader
+// leaves a large section: packed, decoded by the symbolizer.
+class KernelSnapshotForms : public ::testing::TestWithParam<bool> {};
+
+TEST_P(KernelSnapshotForms, ResolvesFromSnapshotWithModuleMaps) {
+  const std::vector<std::byte> packed = perfdata::encode_kallsyms(kSnapshot);
   perfdata::Features features;
-  features.kallsyms = kSnapshot;
+  if (GetParam()) {
+    features.kallsyms_packed = packed;
+  } else {
+    features.kallsyms = kSnapshot;
+  }
   Symbolizer sym(features, {});
   test::Feeder f(sym);
   // The recorder's kernel MMAPs (pid -1, cpumode kernel) give the ranges.
@@ -85,6 +95,25 @@ TEST(KernelSymbolsTest, ResolvesFromSnapshotWithModuleMaps) {
     }
   }
   EXPECT_EQ(sym.lookup(1, 0xffffffff81000150, 5, true).symbol_start, 0xffffffff81000100u);
+  EXPECT_FALSE(sym.kallsyms_error().has_value());
+}
+
+INSTANTIATE_TEST_SUITE_P(TextOrPacked, KernelSnapshotForms, ::testing::Bool(),
+                         [](const auto& info) { return info.param ? "packed" : "text"; });
+
+TEST(KernelSymbolsTest, APackedSnapshotThatDoesNotDecodeIsAnErrorAndNoSymbols) {
+  std::vector<std::byte> packed = perfdata::encode_kallsyms(kSnapshot);
+  packed.resize(packed.size() - 3);  // the zstd frame cut short
+  perfdata::Features features;
+  features.kallsyms_packed = packed;
+  features.kallsyms_packed_at = 4096;
+  Symbolizer sym(features, {});
+  sym.finish();
+  ASSERT_TRUE(sym.kallsyms_error().has_value());
+  // Named at its place in the file.
+  EXPECT_GE(sym.kallsyms_error()->offset.value_or(0), 4096u) << sym.kallsyms_error()->to_string();
+  EXPECT_LT(sym.kallsyms_error()->offset.value_or(0), 4096u + packed.size());
+  EXPECT_EQ(sym.lookup(1, 0xffffffff81000150, 5, true).unknown, Unknown::kNoKallsyms);
 }
 
 TEST(KernelSymbolsTest, NoSnapshotMeansNoKallsyms) {

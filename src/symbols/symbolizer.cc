@@ -63,15 +63,27 @@ const char* unknown_reason_name(Unknown u) {
 struct Symbolizer::Impl {
   Impl(const perfdata::Features& f, Options o)
       : features(f), options(std::move(o)), elf(options.symfs), bpf(f, pool, diag), maps(elf), lines(f) {
-    // Parsing the snapshot needs no side-band record: it runs while the
-    // caller walks the file for them (finish() waits for it).
-    if (features.kallsyms) {
+    // Decoding and parsing the snapshot need no side-band record: they run
+    // while the caller walks the file for them (finish() waits for them).
+    if (features.kallsyms || !features.kallsyms_packed.empty()) {
       try {
-        kallsyms_parse = std::thread([this] { kernel.parse(*features.kallsyms); });
+        kallsyms_parse = std::thread([this] { parse_kallsyms(); });
       } catch (const std::system_error&) {
         // No thread: finish() parses.
       }
     }
+  }
+  // The snapshot's text, decoded here if the reader left it packed.
+  void parse_kallsyms() {
+    if (features.kallsyms) return kernel.parse(*features.kallsyms);
+    if (features.kallsyms_packed.empty()) return;
+    auto text = perfdata::decode_kallsyms(features.kallsyms_packed, features.kallsyms_packed_at);
+    if (!text.ok()) {
+      kallsyms_error = std::move(text).error();
+      return;
+    }
+    kallsyms_text = std::move(text).value();
+    kernel.parse(kallsyms_text);
   }
   ~Impl() {
     if (kallsyms_parse.joinable()) kallsyms_parse.join();
@@ -98,6 +110,8 @@ struct Symbolizer::Impl {
   bool finished = false;
   uint64_t serial = 0;  // set by finish(): lookups may remember answers then
   std::thread kallsyms_parse;
+  std::string kallsyms_text;            // decoded from features.kallsyms_packed
+  std::optional<Error> kallsyms_error;  // that decoding failed
 };
 
 void Symbolizer::Impl::add(const perf::RecordView& r, const perf::SampleLayout& layout) {
@@ -322,10 +336,10 @@ void Symbolizer::finish() {
   // After the kernel MMAPs: they cap the last symbol of each module.
   if (m.kallsyms_parse.joinable()) {
     m.kallsyms_parse.join();
-    m.kernel.build();
-  } else if (m.features.kallsyms) {
-    m.kernel.build(*m.features.kallsyms);
+  } else {
+    m.parse_kallsyms();
   }
+  if (m.kernel.has_snapshot()) m.kernel.build();
   m.bpf.finish();
   m.maps.finish();
   m.lines.set_programs(m.bpf.programs());
@@ -348,5 +362,6 @@ std::string_view Symbolizer::comm(uint32_t pid, uint32_t tid, uint64_t time) con
 
 const std::vector<BpfProgram>& Symbolizer::bpf_programs() const { return impl_->bpf.programs(); }
 const Diagnostics& Symbolizer::diagnostics() const { return impl_->diag; }
+const std::optional<Error>& Symbolizer::kallsyms_error() const { return impl_->kallsyms_error; }
 
 }  // namespace bpfprof::symbols

@@ -123,6 +123,9 @@ class Symbolizer {
 
   const std::vector<BpfProgram>& bpf_programs() const;
   const Diagnostics& diagnostics() const;
+  // Why a packed kallsyms snapshot (Features::kallsyms_packed) could not be
+  // decoded, after finish(); kernel code is then unnamed.
+  const std::optional<Error>& kallsyms_error() const;
 
  private:
   struct Impl;
