@@ -333,6 +333,13 @@ void Symbolizer::finish() {
                    [](const Event& a, const Event& b) { return a.time < b.time; });
   for (const Event& e : m.events) m.apply(e);
   std::vector<Event>().swap(m.events);
+  // The BPF timeline's index and the kernel symbols share nothing: built at once.
+  std::thread bpf_index;
+  try {
+    bpf_index = std::thread([&m] { m.bpf.finish(); });
+  } catch (const std::system_error&) {
+    // No thread: built below.
+  }
   // After the kernel MMAPs: they cap the last symbol of each module.
   if (m.kallsyms_parse.joinable()) {
     m.kallsyms_parse.join();
@@ -340,8 +347,12 @@ void Symbolizer::finish() {
     m.parse_kallsyms();
   }
   if (m.kernel.has_snapshot()) m.kernel.build();
-  m.bpf.finish();
   m.maps.finish();
+  if (bpf_index.joinable()) {
+    bpf_index.join();
+  } else {
+    m.bpf.finish();
+  }
   m.lines.set_programs(m.bpf.programs());
   m.serial = next_timeline_serial();
 }
