@@ -16,7 +16,6 @@
 #include <cerrno>
 #include <cstring>
 #include <optional>
-#include <system_error>
 
 #include "base/unique_fd.h"
 #include "perfdata/file_format.h"
