@@ -261,7 +261,35 @@ struct LineScratch {
     size_t size = 0;
     char text[24] = {};
   } second;
+  // "{ip:16x} {sym}+0x{off} ({dso})\n" of kernel-code leaves (BPF programs
+  // among them) as last written per ip (direct-mapped), with the times
+  // [from, to) the symbolizer's answer at that ip holds for.
+  struct Tail {
+    uint64_t ip = 0, from = 0, to = 0;
+    uint32_t size = 0;  // 0: none kept
+    char text[100];
+  };
+  static constexpr size_t kTails = 1024;
+  std::vector<Tail> tails = std::vector<Tail>(kTails);
 };
+
+// The line's end for leaf `leaf` at `ip`: "{ip:16x} {sym}+0x{off} ({dso})\n",
+// without "+0x{off}" when the symbol is not known. At most kLineFixed bytes
+// besides the symbol and the dso.
+char* put_tail(char* p, uint64_t ip, const symbols::Frame& leaf) {
+  const bool known = leaf.kind != symbols::FrameKind::kUnknown &&
+                     leaf.unknown == symbols::Unknown::kNone && leaf.symbol_start <= ip;
+  p = put_hex(p, ip, 16);
+  p = put(p, " ");
+  p = put(p, leaf.symbol);
+  if (known) {
+    p = put(p, "+0x");
+    p = put_hex(p, ip - leaf.symbol_start);
+  }
+  p = put(p, " (");
+  p = put(p, leaf.dso);
+  return put(p, ")\n");
+}
 
 void format_sample(const Session& session, const OrderedSample& ref, ScriptFormat format,
                    LineScratch& scratch, TextBuffer& out) {
@@ -281,14 +309,14 @@ void format_sample(const Session& session, const OrderedSample& ref, ScriptForma
   }
   const perf::Sample* sample = &parsed;
   const symbols::Symbolizer& sym = session.symbolizer();
-  symbolize_sample(sym, *sample, ref.record.cpumode(), false, frames);
-  const symbols::Frame& leaf = frames.empty() ? kNoFrame : frames.front().frame;
-  const uint64_t ip = frames.empty() ? sample->ip : frames.front().ip;
-  const bool known = leaf.kind != symbols::FrameKind::kUnknown &&
-                     leaf.unknown == symbols::Unknown::kNone && leaf.symbol_start <= ip;
-  const uint64_t off = known ? ip - leaf.symbol_start : 0;
   std::string_view comm = sym.comm(sample->pid, sample->tid, sample->time);
   if (format == ScriptFormat::kJson) {
+    symbolize_sample(sym, *sample, ref.record.cpumode(), false, frames);
+    const symbols::Frame& leaf = frames.empty() ? kNoFrame : frames.front().frame;
+    const uint64_t ip = frames.empty() ? sample->ip : frames.front().ip;
+    const bool known = leaf.kind != symbols::FrameKind::kUnknown &&
+                       leaf.unknown == symbols::Unknown::kNone && leaf.symbol_start <= ip;
+    const uint64_t off = known ? ip - leaf.symbol_start : 0;
     // {"comm":..,"pid":..,"tid":..,"cpu":..,"time":..,"period":..,"ip":"0x..",
     //  "sym":..,"off":..,"dso":..[,"bpf_prog_id":..,"bpf_prog":..]}, as
     // nlohmann::ordered_json dumps it.
@@ -339,7 +367,34 @@ void format_sample(const Session& session, const OrderedSample& ref, ScriptForma
                     th.pid == sample->pid && th.tid == sample->tid && th.cpu == sample->cpu;
   const bool ascii = kept || is_ascii(comm);
   if (!ascii) out.append(fmt::format("{:>16}", comm));
-  char* p = out.reserve(kLineFixed + comm.size() + leaf.symbol.size() + leaf.dso.size());
+  // The leaf: kernel code (BPF programs among it) from the tail kept for its
+  // ip while the symbolizer's answer there holds, anything else looked up.
+  const uint64_t time = sample->time;
+  LineScratch::Tail* tail = nullptr;
+  bool tail_kept = false;
+  const symbols::Frame* leaf = &kNoFrame;
+  uint64_t ip = sample->ip;
+  symbols::Frame kernel_leaf;
+  if (sample->ip != 0 && symbols::Symbolizer::looks_up_kernel(
+                             sample->ip, ref.record.cpumode() == perf::kMiscKernel)) {
+    tail = &scratch.tails[((ip ^ (ip >> 11)) * 0x9e3779b97f4a7c15ULL) >> 54];
+    static_assert(LineScratch::kTails == 1024);  // the top 10 bits pick the slot
+    tail_kept = tail->size != 0 && tail->ip == ip && time >= tail->from && time < tail->to;
+    if (!tail_kept) {
+      symbols::Symbolizer::Holds holds;
+      kernel_leaf = sym.lookup_kernel(ip, time, holds);
+      leaf = &kernel_leaf;
+      *tail = {ip, holds.from, holds.to, 0, {}};
+    }
+  } else {
+    symbolize_sample(sym, *sample, ref.record.cpumode(), false, frames);
+    if (!frames.empty()) {
+      leaf = &frames.front().frame;
+      ip = frames.front().ip;
+    }
+  }
+  char* p = out.reserve(kLineFixed + comm.size() + sizeof tail->text + leaf->symbol.size() +
+                        leaf->dso.size());
   if (kept) {
     static_assert(sizeof th.text == 64);
     copy64(p, th.text);
@@ -375,16 +430,18 @@ void format_sample(const Session& session, const OrderedSample& ref, ScriptForma
   p += sec.size;
   p = put_uint(p, sample->time % 1000000000 / 1000, 6, '0');
   p = put(p, ": ");
-  p = put_hex(p, ip, 16);
-  p = put(p, " ");
-  p = put(p, leaf.symbol);
-  if (known) {
-    p = put(p, "+0x");
-    p = put_hex(p, off);
+  if (tail_kept) {
+    std::memcpy(p, tail->text, sizeof tail->text);
+    p += tail->size;
+  } else {
+    char* const start = p;
+    p = put_tail(p, ip, *leaf);
+    const size_t n = static_cast<size_t>(p - start);
+    if (tail != nullptr && n <= sizeof tail->text) {
+      std::memcpy(tail->text, start, n);
+      tail->size = static_cast<uint32_t>(n);
+    }
   }
-  p = put(p, " (");
-  p = put(p, leaf.dso);
-  p = put(p, ")\n");
   out.commit(p);
 }
 

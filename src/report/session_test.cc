@@ -263,6 +263,66 @@ TEST(ScriptLines, NumbersOfEveryWidthAndNamesOfAnyScriptMatchTheFormat) {
   EXPECT_EQ(script_of(**s), want);
 }
 
+TEST(ScriptLines, AnAddressReusedByAnotherProgramIsNamedByTheProgramAliveThen) {
+  // One ip sampled again and again while program A, then nothing, then
+  // program B hold it (script keeps the end of a kernel line per ip for as
+  // long as the symbolizer's answer there holds).
+  bpfprof::testing::TempDir dir;
+  const std::string path = dir.file("reused.data");
+  constexpr uint64_t kAddr = 0xffffffffc0004000, kIp = kAddr + 0x24;
+  {
+    auto w = perfdata::FileWriter::create(path, perfdata::test::two_attrs(kSampleType));
+    ASSERT_TRUE(w.ok());
+    auto side = [](uint64_t time) {
+      return TrailerValues{0, 0, time, perfdata::test::kDummyId, 0, 0};
+    };
+    using bpfprof::testing::ksymbol_record;
+    auto ksym = [&](uint64_t time, const std::string& name, bool unregister) {
+      return w->append(ksymbol_record(kSampleType, kAddr, 0x100, perf::kKsymTypeBpf,
+                                      unregister ? perf::kKsymFlagUnregister : 0, name,
+                                      side(time)))
+          .ok();
+    };
+    ASSERT_TRUE(ksym(100, "bpf_prog_aaaaaaaaaaaaaaaa_first", false));
+    for (uint64_t t = 200; t < 1400; t += 100) {
+      if (t == 500) {
+        ASSERT_TRUE(ksym(t, "bpf_prog_aaaaaaaaaaaaaaaa_first", true));
+      }
+      if (t == 800) {
+        ASSERT_TRUE(ksym(t, "bpf_prog_bbbbbbbbbbbbbbbb_second", false));
+      }
+      SampleValues v;
+      v.id = perfdata::test::kSampleId;
+      v.ip = kIp;
+      v.pid = v.tid = 5;
+      v.cpu = 1;
+      v.time = t + 1;
+      v.period = 1;
+      v.callchain = {perf::kContextKernel, kIp};
+      ASSERT_TRUE(w->append(bpfprof::testing::sample_record(kSampleType, v, perf::kMiscKernel)).ok());
+    }
+    ASSERT_TRUE(w->close(perfdata::Features{}).ok());
+  }
+  auto s = Session::open(path, SessionOptions{});
+  ASSERT_TRUE(s.ok()) << s.error().to_string();
+  const std::string out = script_of(**s);
+  std::vector<std::string> syms;
+  for (size_t at = 0; at < out.size();) {
+    const size_t end = out.find('\n', at);
+    const std::string line = out.substr(at, end - at);
+    at = end == std::string::npos ? out.size() : end + 1;
+    const size_t ip_at = line.find("ffffffffc0004024 ");
+    ASSERT_NE(ip_at, std::string::npos) << line;
+    const size_t sym_at = ip_at + 17;
+    syms.push_back(line.substr(sym_at, line.find(' ', sym_at) - sym_at));
+  }
+  const std::string a = "bpf_prog_aaaaaaaaaaaaaaaa_first+0x24";
+  const std::string b = "bpf_prog_bbbbbbbbbbbbbbbb_second+0x24";
+  const std::vector<std::string> want = {a, a, a, "[unknown]", "[unknown]", "[unknown]",
+                                         b, b, b, b, b, b};
+  EXPECT_EQ(syms, want) << out;
+}
+
 TEST(SessionPass1, HalvesAtOnceGiveWhatOneWalkGives) {
   bpfprof::testing::TempDir dir;
   for (const bool by_rounds : {true, false}) {

@@ -25,7 +25,6 @@ constexpr std::string_view kKernelDso = "[kernel.kallsyms]";
 constexpr std::string_view kBpfDso = "[bpf]";
 // Canonical kernel half of the address space (x86-64, arm64): an ip here is
 // kernel code even if the caller's cpumode said otherwise.
-constexpr uint64_t kKernelSpaceStart = 0xffff800000000000ull;
 constexpr size_t kMaxBuildId = 20;
 
 // What pass 1 keeps of one side-band record.
@@ -91,7 +90,7 @@ struct Symbolizer::Impl {
 
   void add(const perf::RecordView& r, const perf::SampleLayout& layout);
   void apply(const Event& e);
-  Frame lookup_kernel(uint64_t ip, uint64_t time) const;
+  Frame lookup_kernel(uint64_t ip, uint64_t time, Symbolizer::Holds* holds = nullptr) const;
   // The kernel frame at `ip` given what the BPF timeline found there.
   Frame kernel_frame(uint64_t ip, const BpfSymbols::Timeline::Hit& hit) const;
   Frame lookup_user(uint32_t pid, uint64_t ip, uint64_t time) const;
@@ -231,7 +230,7 @@ void Symbolizer::Impl::apply(const Event& e) {
   }
 }
 
-Frame Symbolizer::Impl::lookup_kernel(uint64_t ip, uint64_t time) const {
+Frame Symbolizer::Impl::lookup_kernel(uint64_t ip, uint64_t time, Symbolizer::Holds* holds) const {
   // Samples repeat the same instructions: each thread keeps the last answer
   // per address (direct-mapped by address), with the times it holds for.
   struct Memo {
@@ -243,10 +242,14 @@ Frame Symbolizer::Impl::lookup_kernel(uint64_t ip, uint64_t time) const {
   static_assert(kMemo == 2048);  // the top 11 bits of the hash pick the slot
   Memo& m = memo[((ip ^ (ip >> 11)) * 0x9e3779b97f4a7c15ULL) >> 53];
   if (serial != 0 && m.serial == serial && m.ip == ip && time >= m.t_from && time < m.t_to) {
+    if (holds) *holds = {m.t_from, m.t_to};
     return m.frame;
   }
   const auto hit = bpf.find(ip, time);
   Frame f = kernel_frame(ip, hit);
+  // Kernel text and module symbols do not change: the BPF timeline's answer
+  // at this address sets how long the frame holds.
+  if (holds) *holds = {hit.t_from, hit.t_to};
   if (serial != 0) m = Memo{serial, ip, hit.t_from, hit.t_to, f};
   return f;
 }
@@ -358,8 +361,12 @@ void Symbolizer::finish() {
 }
 
 Frame Symbolizer::lookup(uint32_t pid, uint64_t ip, uint64_t time, bool kernel) const {
-  if (kernel || ip >= kKernelSpaceStart) return impl_->lookup_kernel(ip, time);
+  if (looks_up_kernel(ip, kernel)) return impl_->lookup_kernel(ip, time);
   return impl_->lookup_user(pid, ip, time);
+}
+
+Frame Symbolizer::lookup_kernel(uint64_t ip, uint64_t time, Holds& holds) const {
+  return impl_->lookup_kernel(ip, time, &holds);
 }
 
 std::optional<SourceLine> Symbolizer::bpf_line(const Frame& frame, uint64_t ip) const {

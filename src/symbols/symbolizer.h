@@ -95,6 +95,9 @@ struct Diagnostics {
 
 class Symbolizer {
  public:
+  // Addresses from here up are kernel code whatever the sample's cpumode.
+  static constexpr uint64_t kKernelSpaceStart = 0xffff800000000000ull;
+
   struct Options {
     std::string symfs;       // prefix for user ELF paths (like perf --symfs)
     bool read_elf = true;    // open user binaries for symbols
@@ -116,6 +119,15 @@ class Symbolizer {
   // callchain context marker (an ip in the kernel half of the address space is
   // looked up as kernel code regardless).
   Frame lookup(uint32_t pid, uint64_t ip, uint64_t time, bool kernel) const;
+  // Whether lookup() looks `ip` up as kernel code (no process involved).
+  static bool looks_up_kernel(uint64_t ip, bool kernel) { return kernel || ip >= kKernelSpaceStart; }
+  // The times [from, to) around a lookup's time for which its answer holds.
+  struct Holds {
+    uint64_t from = 0, to = 0;
+  };
+  // lookup() of kernel code, with the times the answer holds for at this ip:
+  // a caller may reuse it for the same ip at any time in that range.
+  Frame lookup_kernel(uint64_t ip, uint64_t time, Holds& holds) const;
   std::optional<SourceLine> bpf_line(const Frame& frame, uint64_t ip) const;
   // The thread's COMM at `time` (the latest at or before it; the thread's
   // first one if it is older than all; else the process's); empty if unknown.
