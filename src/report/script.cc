@@ -245,11 +245,10 @@ struct LineScratch {
   std::vector<SymbolizedFrame> frames;
   perf::Sample parsed;
   // "{comm:>16} {pid:>7}/{tid:<7} [{cpu:03}] " as last written on each CPU
-  // (time order interleaves the CPUs), for that comm (by its bytes' address:
-  // names are interned), pid, tid and cpu.
+  // (time order interleaves the CPUs), for that pid, tid and cpu, while the
+  // thread's comm is the one written: times [comm_from, comm_to).
   struct Thread {
-    const char* comm = nullptr;
-    size_t comm_size = 0;
+    uint64_t comm_from = 0, comm_to = 0;
     uint32_t pid = 0, tid = 0, cpu = 0;
     size_t size = 0;  // 0: none kept
     char text[64] = {};
@@ -309,8 +308,8 @@ void format_sample(const Session& session, const OrderedSample& ref, ScriptForma
   }
   const perf::Sample* sample = &parsed;
   const symbols::Symbolizer& sym = session.symbolizer();
-  std::string_view comm = sym.comm(sample->pid, sample->tid, sample->time);
   if (format == ScriptFormat::kJson) {
+    const std::string_view comm = sym.comm(sample->pid, sample->tid, sample->time);
     symbolize_sample(sym, *sample, ref.record.cpumode(), false, frames);
     const symbols::Frame& leaf = frames.empty() ? kNoFrame : frames.front().frame;
     const uint64_t ip = frames.empty() ? sample->ip : frames.front().ip;
@@ -361,15 +360,18 @@ void format_sample(const Session& session, const OrderedSample& ref, ScriptForma
   }
   // "{:>16} {:>7}/{:<7} [{:03}] {}.{:06}: {:16x} {}+0x{:x} ({})\n" by hand.
   // fmt pads by display width; for ASCII that is the byte count.
-  // A kept thread text was made from an ASCII comm (same bytes: same address).
+  // A kept thread text holds while its comm does, and was made from an ASCII one.
+  const uint64_t time = sample->time;
   LineScratch::Thread& th = scratch.threads[sample->cpu % scratch.threads.size()];
-  const bool kept = th.size != 0 && th.comm == comm.data() && th.comm_size == comm.size() &&
-                    th.pid == sample->pid && th.tid == sample->tid && th.cpu == sample->cpu;
+  const bool kept = th.size != 0 && th.pid == sample->pid && th.tid == sample->tid &&
+                    th.cpu == sample->cpu && time >= th.comm_from && time < th.comm_to;
+  std::string_view comm;
+  symbols::Symbolizer::Holds comm_holds;
+  if (!kept) comm = sym.comm(sample->pid, sample->tid, time, comm_holds);
   const bool ascii = kept || is_ascii(comm);
   if (!ascii) out.append(fmt::format("{:>16}", comm));
   // The leaf: kernel code (BPF programs among it) from the tail kept for its
   // ip while the symbolizer's answer there holds, anything else looked up.
-  const uint64_t time = sample->time;
   LineScratch::Tail* tail = nullptr;
   bool tail_kept = false;
   const symbols::Frame* leaf = &kNoFrame;
@@ -414,7 +416,7 @@ void format_sample(const Session& session, const OrderedSample& ref, ScriptForma
     p = put(p, "] ");
     th.size = 0;
     if (ascii && static_cast<size_t>(p - start) <= sizeof th.text) {
-      th = {comm.data(), comm.size(), sample->pid, sample->tid, sample->cpu,
+      th = {comm_holds.from, comm_holds.to, sample->pid, sample->tid, sample->cpu,
             static_cast<size_t>(p - start), {}};
       std::memcpy(th.text, start, th.size);
     }

@@ -100,7 +100,8 @@ ProcessMaps::CommSpan ProcessMaps::comm_in(const std::vector<CommAt>& list, uint
   return span;
 }
 
-std::string_view ProcessMaps::comm(uint32_t pid, uint32_t tid, uint64_t time) const {
+std::string_view ProcessMaps::comm(uint32_t pid, uint32_t tid, uint64_t time, uint64_t* from,
+                                   uint64_t* to) const {
   // Each thread remembers its last few (pid, tid) after finish() (a
   // time-sorted walk interleaves the threads running on each CPU), with the
   // answer and the times [t_from, t_to) it holds for.
@@ -117,7 +118,11 @@ std::string_view ProcessMaps::comm(uint32_t pid, uint32_t tid, uint64_t time) co
   Last* last = nullptr;
   for (Last& l : recent) {
     if (serial_ != 0 && l.serial == serial_ && l.pid == pid && l.tid == tid) {
-      if (time >= l.t_from && time < l.t_to) return l.comm;
+      if (time >= l.t_from && time < l.t_to) {
+        if (from) *from = l.t_from;
+        if (to) *to = l.t_to;
+        return l.comm;
+      }
       last = &l;
       break;
     }
@@ -134,6 +139,8 @@ std::string_view ProcessMaps::comm(uint32_t pid, uint32_t tid, uint64_t time) co
   }
   const CommSpan span = list != nullptr ? comm_in(*list, time) : CommSpan{};
   const Last found{serial_, pid, tid, list, span.from, span.to, span.comm};
+  if (from) *from = span.from;
+  if (to) *to = span.to;
   if (serial_ != 0) {
     if (last == nullptr) last = &recent[next++ % kRecent];
     *last = found;

@@ -50,7 +50,9 @@ class ProcessMaps {
   // The thread's name at `time`: the latest COMM at or before it (the
   // earliest one if the sample precedes them all), else the process's; empty
   // if neither is known.
-  std::string_view comm(uint32_t pid, uint32_t tid, uint64_t time) const;
+  // With `from`/`to`: the times [from, to) around `time` the answer holds for.
+  std::string_view comm(uint32_t pid, uint32_t tid, uint64_t time, uint64_t* from = nullptr,
+                        uint64_t* to = nullptr) const;
 
  private:
   struct CommAt {

@@ -378,6 +378,10 @@ std::string_view Symbolizer::comm(uint32_t pid, uint32_t tid, uint64_t time) con
   return impl_->maps.comm(pid, tid, time);
 }
 
+std::string_view Symbolizer::comm(uint32_t pid, uint32_t tid, uint64_t time, Holds& holds) const {
+  return impl_->maps.comm(pid, tid, time, &holds.from, &holds.to);
+}
+
 const std::vector<BpfProgram>& Symbolizer::bpf_programs() const { return impl_->bpf.programs(); }
 const Diagnostics& Symbolizer::diagnostics() const { return impl_->diag; }
 const std::optional<Error>& Symbolizer::kallsyms_error() const { return impl_->kallsyms_error; }

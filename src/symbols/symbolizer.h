@@ -132,6 +132,9 @@ class Symbolizer {
   // The thread's COMM at `time` (the latest at or before it; the thread's
   // first one if it is older than all; else the process's); empty if unknown.
   std::string_view comm(uint32_t pid, uint32_t tid, uint64_t time) const;
+  // The same, with the times the name holds for (the thread's names do not
+  // change in between).
+  std::string_view comm(uint32_t pid, uint32_t tid, uint64_t time, Holds& holds) const;
 
   const std::vector<BpfProgram>& bpf_programs() const;
   const Diagnostics& diagnostics() const;
