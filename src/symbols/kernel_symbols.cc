@@ -137,6 +137,9 @@ void KernelSymbols::build() {
     if (s.end > s.start) symbols_.push_back(s);
   }
   std::vector<Raw>().swap(raw_);
+  starts_.clear();
+  starts_.reserve(symbols_.size());
+  for (const Symbol& s : symbols_) starts_.push_back(s.start);
 }
 
 const KernelSymbols::Symbol* KernelSymbols::find(uint64_t addr) const {
@@ -151,13 +154,12 @@ const KernelSymbols::Symbol* KernelSymbols::find(uint64_t addr) const {
       return &symbols_[i];
     }
   }
-  auto it = std::upper_bound(symbols_.begin(), symbols_.end(), addr,
-                             [](uint64_t a, const Symbol& s) { return a < s.start; });
-  if (it == symbols_.begin()) return nullptr;
-  --it;
-  if (addr >= it->end) return nullptr;
-  recent[next++ % kRecent] = static_cast<size_t>(it - symbols_.begin());
-  return &*it;
+  const auto it = std::upper_bound(starts_.begin(), starts_.end(), addr);
+  if (it == starts_.begin()) return nullptr;
+  const size_t i = static_cast<size_t>(it - starts_.begin()) - 1;
+  if (addr >= symbols_[i].end) return nullptr;
+  recent[next++ % kRecent] = i;
+  return &symbols_[i];
 }
 
 }  // namespace bpfprof::symbols

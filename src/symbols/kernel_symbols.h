@@ -74,6 +74,8 @@ class KernelSymbols {
   std::unordered_map<std::string_view, Range> module_maps_;  // by module name
   std::vector<std::unique_ptr<std::string>> owned_;          // "[module]" dso names
   std::vector<Symbol> symbols_;
+  // symbols_[i].start: the binary search reads these 8 bytes a symbol, not 64.
+  std::vector<uint64_t> starts_;
 };
 
 }  // namespace bpfprof::symbols
