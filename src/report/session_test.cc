@@ -105,6 +105,20 @@ std::string script_of(const Session& s) {
   return written.ok() ? out : written.error().to_string();
 }
 
+// The script text of the recording at `path`, line by line (or the error).
+std::vector<std::string> script_lines_of(const std::string& path) {
+  auto s = Session::open(path, SessionOptions{});
+  if (!s.ok()) return {s.error().to_string()};
+  const std::string out = script_of(**s);
+  std::vector<std::string> lines;
+  for (size_t at = 0; at < out.size();) {
+    const size_t end = out.find('\n', at);
+    lines.push_back(out.substr(at, end - at));
+    at = end == std::string::npos ? out.size() : end + 1;
+  }
+  return lines;
+}
+
 void expect_same_sessions(const std::string& path, size_t parallel_pieces) {
   SessionOptions whole_opts, halves_opts;
   whole_opts.parallel_min_bytes = std::numeric_limits<uint64_t>::max();
@@ -178,21 +192,15 @@ TEST(ScriptLines, AThreadRenamedMidwayIsPrintedUnderEachNameInTurn) {
     }
     ASSERT_TRUE(w->close(perfdata::Features{}).ok());
   }
-  auto s = Session::open(path, SessionOptions{});
-  ASSERT_TRUE(s.ok()) << s.error().to_string();
-  const std::string out = script_of(**s);
   std::vector<std::string> names;
-  for (size_t at = 0; at < out.size();) {
-    const size_t end = out.find('\n', at);
-    const std::string line = out.substr(at, end - at);
-    at = end == std::string::npos ? out.size() : end + 1;
+  for (const std::string& line : script_lines_of(path)) {
     const size_t first = line.find_first_not_of(' ');
     names.push_back(line.substr(first, line.find(' ', first) - first));
   }
   const std::vector<std::string> want = {"before", "before", "before",       "before",
                                          "after",  "after",  "after",        "renamed-long",
                                          "renamed-long", "renamed-long", "renamed-long"};
-  EXPECT_EQ(names, want) << out;
+  EXPECT_EQ(names, want);
 }
 
 TEST(ScriptLines, NumbersOfEveryWidthAndNamesOfAnyScriptMatchTheFormat) {
@@ -303,14 +311,8 @@ TEST(ScriptLines, AnAddressReusedByAnotherProgramIsNamedByTheProgramAliveThen) {
     }
     ASSERT_TRUE(w->close(perfdata::Features{}).ok());
   }
-  auto s = Session::open(path, SessionOptions{});
-  ASSERT_TRUE(s.ok()) << s.error().to_string();
-  const std::string out = script_of(**s);
   std::vector<std::string> syms;
-  for (size_t at = 0; at < out.size();) {
-    const size_t end = out.find('\n', at);
-    const std::string line = out.substr(at, end - at);
-    at = end == std::string::npos ? out.size() : end + 1;
+  for (const std::string& line : script_lines_of(path)) {
     const size_t ip_at = line.find("ffffffffc0004024 ");
     ASSERT_NE(ip_at, std::string::npos) << line;
     const size_t sym_at = ip_at + 17;
@@ -320,7 +322,7 @@ TEST(ScriptLines, AnAddressReusedByAnotherProgramIsNamedByTheProgramAliveThen) {
   const std::string b = "bpf_prog_bbbbbbbbbbbbbbbb_second+0x24";
   const std::vector<std::string> want = {a, a, a, "[unknown]", "[unknown]", "[unknown]",
                                          b, b, b, b, b, b};
-  EXPECT_EQ(syms, want) << out;
+  EXPECT_EQ(syms, want);
 }
 
 TEST(SessionPass1, HalvesAtOnceGiveWhatOneWalkGives) {
