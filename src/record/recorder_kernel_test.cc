@@ -110,10 +110,15 @@ TEST(RecorderKernelTest, RecordsSleepSystemWide) {
   EXPECT_TRUE(reader->features().first_sample_time.has_value());
   EXPECT_FALSE(reader->features().cmdline.empty());
 
-  // The kallsyms snapshot (feature 250) is in the file, and perf still reads it.
-  ASSERT_TRUE(reader->features().kallsyms.has_value());
-  EXPECT_NE(reader->features().kallsyms->find(" _text\n"), std::string::npos);
-  EXPECT_EQ(reader->features().kallsyms->find("[bpf]"), std::string::npos);
+  // The kallsyms snapshot (feature 250) is in the file, and perf still reads
+  // it. A whole machine's is large: the reader leaves it packed for the
+  // symbolizer to decode.
+  const perfdata::Features& f = reader->features();
+  ASSERT_FALSE(f.kallsyms_packed.empty()) << "snapshot missing or small enough to decode at open";
+  auto kallsyms = perfdata::decode_kallsyms(f.kallsyms_packed, f.kallsyms_packed_at);
+  ASSERT_TRUE(kallsyms.ok()) << kallsyms.error().to_string();
+  EXPECT_NE(kallsyms->find(" _text\n"), std::string::npos);
+  EXPECT_EQ(kallsyms->find("[bpf]"), std::string::npos);
   EXPECT_TRUE(reader->feature_errors().empty());
 
   auto script = bpfprof::testing::run({"perf", "script", "-i", o.output});
