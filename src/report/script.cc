@@ -272,12 +272,17 @@ struct LineScratch {
   std::vector<Tail> tails = std::vector<Tail>(kTails);
 };
 
+// Whether `ip` has an offset into a symbol of `leaf` to print.
+bool offset_known(const symbols::Frame& leaf, uint64_t ip) {
+  return leaf.kind != symbols::FrameKind::kUnknown && leaf.unknown == symbols::Unknown::kNone &&
+         leaf.symbol_start <= ip;
+}
+
 // The line's end for leaf `leaf` at `ip`: "{ip:16x} {sym}+0x{off} ({dso})\n",
 // without "+0x{off}" when the symbol is not known. At most kLineFixed bytes
 // besides the symbol and the dso.
 char* put_tail(char* p, uint64_t ip, const symbols::Frame& leaf) {
-  const bool known = leaf.kind != symbols::FrameKind::kUnknown &&
-                     leaf.unknown == symbols::Unknown::kNone && leaf.symbol_start <= ip;
+  const bool known = offset_known(leaf, ip);
   p = put_hex(p, ip, 16);
   p = put(p, " ");
   p = put(p, leaf.symbol);
@@ -313,9 +318,7 @@ void format_sample(const Session& session, const OrderedSample& ref, ScriptForma
     symbolize_sample(sym, *sample, ref.record.cpumode(), false, frames);
     const symbols::Frame& leaf = frames.empty() ? kNoFrame : frames.front().frame;
     const uint64_t ip = frames.empty() ? sample->ip : frames.front().ip;
-    const bool known = leaf.kind != symbols::FrameKind::kUnknown &&
-                       leaf.unknown == symbols::Unknown::kNone && leaf.symbol_start <= ip;
-    const uint64_t off = known ? ip - leaf.symbol_start : 0;
+    const uint64_t off = offset_known(leaf, ip) ? ip - leaf.symbol_start : 0;
     // {"comm":..,"pid":..,"tid":..,"cpu":..,"time":..,"period":..,"ip":"0x..",
     //  "sym":..,"off":..,"dso":..[,"bpf_prog_id":..,"bpf_prog":..]}, as
     // nlohmann::ordered_json dumps it.
