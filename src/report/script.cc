@@ -389,7 +389,11 @@ void format_sample(const Session& session, const OrderedSample& ref, ScriptForma
       symbols::Symbolizer::Holds holds;
       kernel_leaf = sym.lookup_kernel(ip, time, holds);
       leaf = &kernel_leaf;
-      *tail = {ip, holds.from, holds.to, 0, {}};
+      // Its text is written below, if it fits (not zeroed: only `size` bytes count).
+      tail->ip = ip;
+      tail->from = holds.from;
+      tail->to = holds.to;
+      tail->size = 0;
     }
   } else {
     symbolize_sample(sym, *sample, ref.record.cpumode(), false, frames);

@@ -100,17 +100,15 @@ ProcessMaps::CommSpan ProcessMaps::comm_in(const std::vector<CommAt>& list, uint
   return span;
 }
 
-std::string_view ProcessMaps::comm(uint32_t pid, uint32_t tid, uint64_t time, uint64_t* from,
-                                   uint64_t* to) const {
+ProcessMaps::CommSpan ProcessMaps::comm_span(uint32_t pid, uint32_t tid, uint64_t time) const {
   // Each thread remembers its last few (pid, tid) after finish() (a
   // time-sorted walk interleaves the threads running on each CPU), with the
-  // answer and the times [t_from, t_to) it holds for.
+  // answer and the times it holds for.
   struct Last {
     uint64_t serial = 0;
     uint32_t pid = 0, tid = 0;
     const std::vector<CommAt>* list = nullptr;
-    uint64_t t_from = 0, t_to = 0;
-    std::string_view comm;
+    CommSpan span;
   };
   constexpr size_t kRecent = 4;
   thread_local Last recent[kRecent];
@@ -118,11 +116,7 @@ std::string_view ProcessMaps::comm(uint32_t pid, uint32_t tid, uint64_t time, ui
   Last* last = nullptr;
   for (Last& l : recent) {
     if (serial_ != 0 && l.serial == serial_ && l.pid == pid && l.tid == tid) {
-      if (time >= l.t_from && time < l.t_to) {
-        if (from) *from = l.t_from;
-        if (to) *to = l.t_to;
-        return l.comm;
-      }
+      if (time >= l.span.from && time < l.span.to) return l.span;
       last = &l;
       break;
     }
@@ -138,14 +132,11 @@ std::string_view ProcessMaps::comm(uint32_t pid, uint32_t tid, uint64_t time, ui
     }
   }
   const CommSpan span = list != nullptr ? comm_in(*list, time) : CommSpan{};
-  const Last found{serial_, pid, tid, list, span.from, span.to, span.comm};
-  if (from) *from = span.from;
-  if (to) *to = span.to;
   if (serial_ != 0) {
     if (last == nullptr) last = &recent[next++ % kRecent];
-    *last = found;
+    *last = Last{serial_, pid, tid, list, span};
   }
-  return found.comm;
+  return span;
 }
 
 }  // namespace bpfprof::symbols

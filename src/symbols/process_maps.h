@@ -47,12 +47,18 @@ class ProcessMaps {
   // Pass 2. Null if the pid never appeared.
   const Timeline* process(uint32_t pid) const;
   const MappedFile& file(uint32_t i) const { return files_[i]; }
+  // A name and the times [from, to) it stays in force for.
+  struct CommSpan {
+    std::string_view comm;
+    uint64_t from = 0, to = UINT64_MAX;
+  };
   // The thread's name at `time`: the latest COMM at or before it (the
   // earliest one if the sample precedes them all), else the process's; empty
-  // if neither is known.
-  // With `from`/`to`: the times [from, to) around `time` the answer holds for.
-  std::string_view comm(uint32_t pid, uint32_t tid, uint64_t time, uint64_t* from = nullptr,
-                        uint64_t* to = nullptr) const;
+  // if neither is known (for all times).
+  CommSpan comm_span(uint32_t pid, uint32_t tid, uint64_t time) const;
+  std::string_view comm(uint32_t pid, uint32_t tid, uint64_t time) const {
+    return comm_span(pid, tid, time).comm;
+  }
 
  private:
   struct CommAt {
@@ -62,12 +68,7 @@ class ProcessMaps {
   Timeline& process_mut(uint32_t pid) { return procs_[pid]; }
   void end_all(Timeline& t, uint64_t time);
   uint32_t file_index(std::string_view path, std::span<const uint8_t> build_id);
-  // The name in force at `time` (the first one before any) and the times
-  // [from, to) it stays in force for.
-  struct CommSpan {
-    std::string_view comm;
-    uint64_t from = 0, to = UINT64_MAX;
-  };
+  // The name in force at `time` (the first one before any), with its times.
   static CommSpan comm_in(const std::vector<CommAt>& list, uint64_t time);
 
   ElfCache& elf_;

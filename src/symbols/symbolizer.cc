@@ -379,7 +379,9 @@ std::string_view Symbolizer::comm(uint32_t pid, uint32_t tid, uint64_t time) con
 }
 
 std::string_view Symbolizer::comm(uint32_t pid, uint32_t tid, uint64_t time, Holds& holds) const {
-  return impl_->maps.comm(pid, tid, time, &holds.from, &holds.to);
+  const ProcessMaps::CommSpan span = impl_->maps.comm_span(pid, tid, time);
+  holds = {span.from, span.to};
+  return span.comm;
 }
 
 const std::vector<BpfProgram>& Symbolizer::bpf_programs() const { return impl_->bpf.programs(); }
