@@ -6,7 +6,8 @@
 # utime/stime, scheduling policy (1 = SCHED_FIFO: an enricher thread), minor
 # faults and context switches are printed. Threads are read until they exit,
 # so the last 0.2 s of each and the file's close are missing: the process
-# line (/usr/bin/time) is the whole.
+# line (/usr/bin/time) is the whole. BPFPROF_FLAGS adds flags to
+# `bpfprof record` (e.g. "--enricher-sched nice").
 #
 #   bench/thread_cpu.sh [seconds] [loads-per-second] [freq]
 set -euo pipefail
@@ -26,7 +27,7 @@ rec=${RECORDER:-bpfprof}
 if [ "$rec" = perf ]; then
   /usr/bin/time -f '%U %S %M' -o $work/time perf record -a -g -F $freq -e cpu-clock -q -o $work/b.data -- sleep $secs &
 else
-  /usr/bin/time -f '%U %S %M' -o $work/time "$bin/bpfprof" record -a -g -F $freq -e cpu-clock -q -o $work/b.data -- sleep $secs &
+  /usr/bin/time -f '%U %S %M' -o $work/time "$bin/bpfprof" record ${BPFPROF_FLAGS:-} -a -g -F $freq -e cpu-clock -q -o $work/b.data -- sleep $secs &
 fi
 tp=$!
 sleep 0.2
