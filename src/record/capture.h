@@ -1,0 +1,99 @@
+// SPDX-License-Identifier: Apache-2.0
+// In-kernel capture of program info at load (bpf/capture.bpf.c): two
+// tracepoint programs on syscalls/sys_{enter,exit}_bpf copy what
+// bpf_prog_info would report for every program loaded through
+// BPF_PROG_LOAD, from the kernel's own structures, before the loader's
+// syscall returns, into a BPF ring buffer. The recorder drains that ring on
+// its normal cadence (nothing wakes it) and turns each capture into the same
+// bpf::ProgInfo / bpf::BtfBlob the enricher produces. No reference to any
+// program is taken.
+//
+// The programs are attached through links owned by this process's fds: any
+// exit of the recorder, a crash included, detaches and frees them.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <set>
+#include <span>
+#include <string>
+
+#include "base/error.h"
+#include "bpf/prog_info.h"
+
+namespace bpfprof::record {
+
+inline constexpr uint32_t kDefaultCaptureRingBytes = 4u << 20;
+
+struct CaptureConfig {
+  // The BPF ring's size: a power of two, at least a page.
+  uint32_t ring_bytes = kDefaultCaptureRingBytes;
+};
+
+// What the capture programs counted (summed over CPUs).
+struct CaptureCounters {
+  uint64_t captured = 0;      // programs sent whole
+  uint64_t incomplete = 0;    // programs with a piece the ring could not take
+  uint64_t lost_records = 0;  // ring reservations that failed
+  uint64_t not_program = 0;   // the returned fd no longer named the new program
+  uint64_t read_errors = 0;   // kernel reads that failed
+};
+
+// One program's capture as it arrives, before it is complete.
+struct CapturedFunc {
+  uint64_t addr = 0;
+  uint32_t len = 0;
+  bpf::Tag tag{};
+};
+
+class Capture {
+ public:
+  // Loads the object (CO-RE against the running kernel's BTF), finds the
+  // tracepoints and attaches. The error says why capture cannot run here.
+  static Result<std::unique_ptr<Capture>> start(const CaptureConfig& config);
+  ~Capture();
+  Capture(const Capture&) = delete;
+  Capture& operator=(const Capture&) = delete;
+
+  // Takes every record in the ring (never blocks). Programs whose last
+  // record arrived are complete (infos()) or incomplete (incomplete()).
+  Status consume();
+  // Detaches the programs and consumes what they wrote. Idempotent.
+  void stop();
+
+  bool captured(uint32_t id) const { return infos_.count(id) != 0; }
+  // Programs whose capture did not fit the ring: to be enriched by id.
+  const std::set<uint32_t>& incomplete() const { return incomplete_; }
+  std::map<uint32_t, bpf::ProgInfo>& infos() { return infos_; }
+  std::map<uint32_t, bpf::BtfBlob>& btfs() { return btfs_; }
+  // Read from the kernel's per-CPU counters (valid until the object is freed).
+  CaptureCounters counters() const;
+  // Records that did not parse (a bug, never expected).
+  uint64_t bad_records() const { return bad_records_; }
+
+  // The ring's record handler (public for libbpf's C callback).
+  int on_record(std::span<const std::byte> rec);
+
+ private:
+  struct State;
+  Capture();
+  std::unique_ptr<State> state_;
+  std::map<uint32_t, bpf::ProgInfo> infos_;
+  std::map<uint32_t, bpf::BtfBlob> btfs_;
+  std::set<uint32_t> incomplete_;
+  uint64_t bad_records_ = 0;
+  CaptureCounters final_counters_;
+  bool stopped_ = false;
+};
+
+// The ids of the two syscall tracepoints, read from tracefs. Where tracefs
+// is not mounted, a short-lived thread of our own mounts it in a private
+// mount namespace (nothing changes in the host's mount table) and reads them.
+struct SyscallTracepointIds {
+  uint64_t enter_bpf = 0;
+  uint64_t exit_bpf = 0;
+};
+Result<SyscallTracepointIds> find_bpf_syscall_tracepoints();
+
+}  // namespace bpfprof::record

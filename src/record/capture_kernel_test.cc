@@ -1,0 +1,184 @@
+// SPDX-License-Identifier: Apache-2.0
+// Real-kernel tests of the in-kernel capture: programs loaded while it is
+// attached are captured whole at load, equal array by array to what
+// bpf_obj_get_info_by_fd reports, even when their fd is closed the instant
+// the load returns; a ring too small for them says so instead of cutting.
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <linux/bpf.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "bpf/query.h"
+#include "record/capture.h"
+#include "testing/subprocess.h"
+
+namespace bpfprof::record {
+namespace {
+
+// A socket filter "r0 = 0; exit" whose fd is closed as soon as the load returns.
+uint32_t load_and_close_at_once() {
+  bpf_insn prog[2] = {};
+  prog[0].code = BPF_ALU64 | BPF_MOV | BPF_K;
+  prog[1].code = BPF_JMP | BPF_EXIT;
+  int fd = bpf_prog_load(BPF_PROG_TYPE_SOCKET_FILTER, "bpfprof_brief", "GPL", prog, 2, nullptr);
+  if (fd < 0) return 0;
+  bpf_prog_info info{};
+  uint32_t len = sizeof info;
+  uint32_t id = bpf_obj_get_info_by_fd(fd, &info, &len) == 0 ? info.id : 0;
+  ::close(fd);
+  return id;
+}
+
+std::unique_ptr<Capture> start_or_skip(const CaptureConfig& config, std::string& why) {
+  auto c = Capture::start(config);
+  if (!c.ok()) {
+    why = c.error().to_string();
+    return nullptr;
+  }
+  return std::move(c).value();
+}
+
+template <class T>
+std::vector<std::byte> raw(const std::vector<T>& v) {
+  std::vector<std::byte> out(v.size() * sizeof(T));
+  if (!out.empty()) std::memcpy(out.data(), v.data(), out.size());
+  return out;
+}
+
+// Every field and array of `want` (read by fd) in `got` (captured), except
+// what only exists later: run_time_ns, run_cnt, recursion_misses.
+void expect_same(const bpf::ProgInfo& got, const bpf::ProgInfo& want) {
+  const bpf_prog_info& g = got.info;
+  const bpf_prog_info& w = want.info;
+  EXPECT_EQ(g.type, w.type);
+  EXPECT_EQ(g.id, w.id);
+  EXPECT_EQ(0, std::memcmp(g.tag, w.tag, sizeof g.tag));
+  EXPECT_EQ(g.jited_prog_len, w.jited_prog_len);
+  EXPECT_EQ(g.xlated_prog_len, w.xlated_prog_len);
+  EXPECT_EQ(g.load_time, w.load_time);
+  EXPECT_EQ(g.created_by_uid, w.created_by_uid);
+  EXPECT_EQ(g.nr_map_ids, w.nr_map_ids);
+  EXPECT_EQ(0, std::memcmp(g.name, w.name, sizeof g.name));
+  EXPECT_EQ(g.ifindex, w.ifindex);
+  EXPECT_EQ(g.gpl_compatible, w.gpl_compatible);
+  EXPECT_EQ(g.netns_dev, w.netns_dev);
+  EXPECT_EQ(g.netns_ino, w.netns_ino);
+  EXPECT_EQ(g.nr_jited_ksyms, w.nr_jited_ksyms);
+  EXPECT_EQ(g.nr_jited_func_lens, w.nr_jited_func_lens);
+  EXPECT_EQ(g.btf_id, w.btf_id);
+  EXPECT_EQ(g.func_info_rec_size, w.func_info_rec_size);
+  EXPECT_EQ(g.nr_func_info, w.nr_func_info);
+  EXPECT_EQ(g.nr_line_info, w.nr_line_info);
+  EXPECT_EQ(g.line_info_rec_size, w.line_info_rec_size);
+  EXPECT_EQ(g.jited_line_info_rec_size, w.jited_line_info_rec_size);
+  EXPECT_EQ(g.nr_jited_line_info, w.nr_jited_line_info);
+  EXPECT_EQ(g.nr_prog_tags, w.nr_prog_tags);
+  EXPECT_EQ(g.verified_insns, w.verified_insns);
+  EXPECT_EQ(g.attach_btf_obj_id, w.attach_btf_obj_id);
+  EXPECT_EQ(g.attach_btf_id, w.attach_btf_id);
+  EXPECT_TRUE(got.jited_insns == want.jited_insns) << "JIT image";
+  EXPECT_EQ(got.jited_ksyms, want.jited_ksyms);
+  EXPECT_EQ(got.jited_func_lens, want.jited_func_lens);
+  EXPECT_TRUE(got.func_info == want.func_info) << "func_info";
+  EXPECT_TRUE(got.line_info == want.line_info) << "line_info";
+  EXPECT_EQ(got.jited_line_info, want.jited_line_info);
+  EXPECT_TRUE(raw(got.prog_tags) == raw(want.prog_tags)) << "prog_tags";
+  // The whole scalar part, with the later-only fields and pointers cleared.
+  bpf_prog_info a = g, b = w;
+  for (bpf_prog_info* i : {&a, &b}) {
+    i->run_time_ns = i->run_cnt = i->recursion_misses = 0;
+  }
+  EXPECT_EQ(0, std::memcmp(&a, &b, sizeof a)) << "bpf_prog_info scalars";
+}
+
+TEST(CaptureKernelTest, CapturesProgramsEqualToTheirInfo) {
+  std::string why;
+  auto capture = start_or_skip({}, why);
+  if (!capture) BPFPROF_KERNEL_SKIP("capture cannot run: " + why);
+
+  bpf_object* obj = bpf_object__open_file(BPFPROF_QUERY_PROGS_OBJ, nullptr);
+  ASSERT_NE(obj, nullptr);
+  ASSERT_EQ(bpf_object__load(obj), 0);
+  std::vector<int> fds;
+  bpf_program* p;
+  bpf_object__for_each_program(p, obj) fds.push_back(bpf_program__fd(p));
+  const uint32_t brief = load_and_close_at_once();
+  ASSERT_NE(brief, 0u);
+  ASSERT_TRUE(capture->consume().ok());
+
+  ASSERT_EQ(fds.size(), 2u);
+  for (int fd : fds) {
+    auto want = bpf::read_prog_info(fd);
+    ASSERT_TRUE(want.ok()) << want.error().to_string();
+    SCOPED_TRACE("program " + want->name());
+    ASSERT_TRUE(capture->captured(want->id()));
+    expect_same(capture->infos().at(want->id()), *want);
+    // Its BTF, once, exactly as the kernel returns it by id.
+    ASSERT_NE(want->info.btf_id, 0u);
+    auto btf = bpf::read_btf(want->info.btf_id);
+    ASSERT_TRUE(btf.ok());
+    ASSERT_TRUE(capture->btfs().count(want->info.btf_id));
+    EXPECT_TRUE(capture->btfs().at(want->info.btf_id).data == btf->data);
+  }
+  // The bpf2bpf program has two JIT'd functions, each with its tag.
+  EXPECT_TRUE(std::any_of(capture->infos().begin(), capture->infos().end(),
+                          [](const auto& kv) { return kv.second.jited_ksyms.size() == 2; }));
+  bpf_object__close(obj);
+
+  // Gone before anyone could ask by id, still captured.
+  ASSERT_TRUE(capture->captured(brief));
+  const bpf::ProgInfo& b = capture->infos().at(brief);
+  EXPECT_EQ(b.name(), "bpfprof_brief");
+  EXPECT_EQ(b.jited_ksyms.size(), 1u);
+  EXPECT_EQ(b.jited_insns.size(), b.info.jited_prog_len);
+  EXPECT_GT(b.jited_insns.size(), 0u);
+  EXPECT_FALSE(bpf::prog_fd_by_id(brief).ok());
+
+  capture->stop();
+  const CaptureCounters n = capture->counters();
+  EXPECT_GE(n.captured, 3u);
+  EXPECT_EQ(n.incomplete, 0u);
+  EXPECT_EQ(n.lost_records, 0u);
+  EXPECT_EQ(capture->bad_records(), 0u);
+}
+
+// A ring of one page cannot hold a program with BTF: the capture says it is
+// incomplete (and counts it) instead of storing a cut one.
+TEST(CaptureKernelTest, TinyRingReportsIncompleteNeverCut) {
+  std::string why;
+  CaptureConfig config;
+  config.ring_bytes = static_cast<uint32_t>(::sysconf(_SC_PAGESIZE));
+  auto capture = start_or_skip(config, why);
+  if (!capture) BPFPROF_KERNEL_SKIP("capture cannot run: " + why);
+  bpf_object* obj = bpf_object__open_file(BPFPROF_QUERY_PROGS_OBJ, nullptr);
+  ASSERT_NE(obj, nullptr);
+  ASSERT_EQ(bpf_object__load(obj), 0);
+  std::vector<uint32_t> ids;
+  bpf_program* p;
+  bpf_object__for_each_program(p, obj) {
+    bpf_prog_info info{};
+    uint32_t len = sizeof info;
+    ASSERT_EQ(bpf_obj_get_info_by_fd(bpf_program__fd(p), &info, &len), 0);
+    ids.push_back(info.id);
+  }
+  // Nothing is drained while both load: the second finds the ring full.
+  ASSERT_TRUE(capture->consume().ok());
+  capture->stop();
+  size_t not_captured = 0;
+  for (uint32_t id : ids) {
+    if (!capture->captured(id)) not_captured++;
+  }
+  EXPECT_GT(not_captured, 0u);
+  const CaptureCounters n = capture->counters();
+  EXPECT_GT(n.incomplete + n.lost_records, 0u);
+  EXPECT_EQ(capture->bad_records(), 0u);
+  bpf_object__close(obj);
+}
+
+}  // namespace
+}  // namespace bpfprof::record
