@@ -9,11 +9,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "base/build_info.h"
 #include "perfdata/features.h"
-
-#ifndef BPFPROF_VERSION
-#define BPFPROF_VERSION "unknown"
-#endif
 
 namespace bpfprof::perfdata {
 namespace {
@@ -47,7 +44,9 @@ Features host_features() {
     f.osrelease = u.release;
     f.arch = u.machine;
   }
-  f.version = std::string("bpfprof ") + BPFPROF_VERSION;
+  // perf writes its own version here; `perf report --header-only` prints it
+  // as "perf version".
+  f.version = build_info_line(build_info());
   long online = sysconf(_SC_NPROCESSORS_ONLN);
   if (online > 0) f.nr_cpus_online = static_cast<uint32_t>(online);
   f.nr_cpus_avail = max_present_cpu_plus_one();

@@ -108,6 +108,7 @@ std::string render_json(const ReportData& d, const RenderOptions& o) {
   j["host"] = h.host;
   j["kernel"] = h.kernel;
   j["arch"] = h.arch;
+  if (!h.recorded_by.empty()) j["recorded_by"] = h.recorded_by;
   j["events"] = h.events;
   j["start_ns"] = h.start_ns;
   j["end_ns"] = h.end_ns;

@@ -36,6 +36,7 @@ std::string header_text(const ReportData& d) {
   std::string out = "# bpfprof report\n";
   out += fmt::format("# host: {}  kernel: {}  arch: {}\n", h.host.empty() ? "?" : h.host,
                      h.kernel.empty() ? "?" : h.kernel, h.arch.empty() ? "?" : h.arch);
+  if (!h.recorded_by.empty()) out += fmt::format("# recorded by: {}\n", h.recorded_by);
   out += fmt::format("# events: {}\n", fmt::join(h.events, ", "));
   out += fmt::format("# duration: {:.6f} s  samples: {}  lost: {}  throttled: {}\n",
                      static_cast<double>(h.duration_ns()) / 1e9, d.profile.total().samples, h.lost,

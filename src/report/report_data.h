@@ -17,6 +17,7 @@ struct Header {
   std::string host;      // HOSTNAME feature, "" if absent
   std::string kernel;    // OSRELEASE feature
   std::string arch;
+  std::string recorded_by;  // VERSION feature: "bpfprof 0.1.0 (commit ...)" or "perf 6.1.x"
   std::vector<std::string> events;  // attr names ("cycles", "dummy:u", ...)
   uint64_t start_ns = 0;  // earliest non-zero timestamp of any record
   uint64_t end_ns = 0;    // latest timestamp of any record

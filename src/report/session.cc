@@ -271,6 +271,10 @@ Status Session::pass1(const SessionOptions& options) {
   header_.host = f.hostname.value_or("");
   header_.kernel = f.osrelease.value_or("");
   header_.arch = f.arch.value_or("");
+  // bpfprof writes its name and versions there, perf its bare version.
+  if (f.version) {
+    header_.recorded_by = f.version->starts_with("bpfprof") ? *f.version : "perf " + *f.version;
+  }
   for (size_t i = 0; i < reader_.attrs().size(); i++) {
     const std::string& name = reader_.attrs()[i].name;
     header_.events.push_back(name.empty() ? "event" + std::to_string(i) : name);

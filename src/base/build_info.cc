@@ -1,0 +1,42 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "base/build_info.h"
+
+#include <bpf/libbpf.h>
+#include <capstone/capstone.h>
+#include <zstd.h>
+
+#ifndef BPFPROF_VERSION
+#define BPFPROF_VERSION "unknown"
+#endif
+
+// Defined by the generated build_commit.cc (see CMakeLists.txt), which only
+// the bpfprof binary links: a new HEAD then relinks that one binary instead
+// of every test. Anything else reads "unknown".
+extern "C" [[gnu::weak]] const char bpfprof_build_commit[];
+
+namespace bpfprof {
+
+BuildInfo build_info() {
+  BuildInfo info;
+  info.version = BPFPROF_VERSION;
+  const char* commit = bpfprof_build_commit;
+  info.commit = commit != nullptr && commit[0] != '\0' ? commit : "unknown";
+  info.libbpf = std::to_string(libbpf_major_version()) + "." + std::to_string(libbpf_minor_version());
+  int major = 0, minor = 0;
+  cs_version(&major, &minor);
+  info.capstone = std::to_string(major) + "." + std::to_string(minor);
+  info.zstd = ZSTD_versionString();
+  return info;
+}
+
+std::string build_info_lines(const BuildInfo& info) {
+  return "bpfprof " + info.version + "\ncommit " + info.commit + "\nlibbpf " + info.libbpf +
+         "\ncapstone " + info.capstone + "\nzstd " + info.zstd + "\n";
+}
+
+std::string build_info_line(const BuildInfo& info) {
+  return "bpfprof " + info.version + " (commit " + info.commit + "; libbpf " + info.libbpf +
+         ", capstone " + info.capstone + ", zstd " + info.zstd + ")";
+}
+
+}  // namespace bpfprof
