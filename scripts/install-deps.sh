@@ -6,6 +6,8 @@ set -euo pipefail
 packages=(
   # build
   build-essential cmake ninja-build pkg-config clang llvm
+  # the Debian package (scripts/package.sh): dpkg-shlibdeps derives its Depends
+  dpkg-dev
   # libraries
   libbpf-dev libelf-dev libdw-dev zlib1g-dev libzstd-dev libcapstone-dev
   libcli11-dev libfmt-dev nlohmann-json3-dev libprotobuf-dev protobuf-compiler
@@ -20,6 +22,8 @@ packages=(
   chromium libxml2-utils
   # a real terminal for `bpfprof top`'s screen tests
   tmux
+  # the man page and completion tests: groff renders the pages, zsh checks its completion
+  groff-base zsh
 )
 
 missing=()
