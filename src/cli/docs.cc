@@ -390,9 +390,10 @@ std::string zsh_completion(const CLI::App& app) {
     }
     return out;
   };
-  std::vector<std::string> commands;
+  std::vector<std::string> commands, names;
   for (const CLI::App* cmd : commands_of(app)) {
     commands.push_back(shell_quoted(cmd->get_name() + ":" + cmd->get_description()));
+    names.push_back(cmd->get_name());
   }
   std::string out = fmt::format(
       "#compdef {0}\n"
@@ -420,11 +421,7 @@ std::string zsh_completion(const CLI::App& app) {
       for (size_t k = 0; k < positionals.size(); k++) {
         const Positional& p = positionals[k];
         std::string action = p.value == Value::kFile      ? "_files"
-                             : p.value == Value::kCommand ? "(" + joined([&] {
-                                 std::vector<std::string> n;
-                                 for (const CLI::App* c : commands_of(app)) n.push_back(c->get_name());
-                                 return n;
-                               }()) + ")"
+                             : p.value == Value::kCommand ? "(" + joined(names) + ")"
                                                           : " ";
         std::string pos = p.repeated ? "*" : std::to_string(k + 1);
         rest += " \\\n    " + shell_quoted(pos + ":" + p.name + ":" + action);

@@ -4,12 +4,16 @@
 // (hidden ones left out), and bash completes exactly those.
 #include "cli/docs.h"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <regex>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include <gtest/gtest.h>
 
@@ -183,6 +187,98 @@ TEST(DocsTest, BashCompletesValuesFilesAndRecordsCommand) {
   EXPECT_NE(std::find(with_bash.begin(), with_bash.end(), "bash"), with_bash.end());
   auto args = bash_complete({"bpfprof", "record", "-a", "--", "ls", dir.file("o")});
   EXPECT_EQ(args, (std::vector<std::string>{dir.file("one.data")}));
+}
+
+// An interactive zsh (no startup files) in a detached tmux on its own
+// socket, with the generated completion in its fpath and compinit run.
+class ZshInTmux {
+ public:
+  ZshInTmux() : socket_("bpfprof-docs-" + std::to_string(::getpid())) {
+    auto r = tmux({"new-session", "-d", "-x", "250", "-y", "80",
+                   "env -i HOME=" + home_.path() + " TERM=xterm PATH=" + BPFPROF_BIN_DIR +
+                       ":/usr/bin:/bin zsh -f"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    type("fpath=(" + kDocs + "/zsh/vendor-completions $fpath); autoload -Uz compinit; "
+         "compinit -u -d " + home_.file("zcompdump") + "; PS1='> '");
+    tmux({"send-keys", "Enter"});
+    ready();
+  }
+  ~ZshInTmux() { tmux({"kill-server"}); }
+
+  // Types `line`, presses Tab and returns the screen once it shows every
+  // one of `want` (or after 20 s), then clears the line and the screen.
+  std::string complete(const std::string& line, const std::vector<std::string>& want) {
+    type(line);
+    tmux({"send-keys", "Tab"});
+    std::string screen = wait_for(want);
+    tmux({"send-keys", "C-u"});
+    type("clear");
+    tmux({"send-keys", "Enter"});
+    ready();
+    return screen;
+  }
+
+ private:
+  testing::RunResult tmux(std::vector<std::string> args) {
+    args.insert(args.begin(), {"tmux", "-L", socket_});
+    return testing::run(args);
+  }
+  void type(const std::string& text) { tmux({"send-keys", "-l", text}); }
+  std::string wait_for(const std::vector<std::string>& want) {
+    std::string screen;
+    for (int i = 0; i < 200; i++) {
+      screen = tmux({"capture-pane", "-p"}).out;
+      if (std::all_of(want.begin(), want.end(),
+                      [&](const std::string& w) { return screen.find(w) != std::string::npos; })) {
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    return screen;
+  }
+  // The shell has run everything typed so far: it printed a marker its
+  // command line does not contain verbatim.
+  void ready() {
+    type("print zsh-ready-$((6 * 7))");
+    tmux({"send-keys", "Enter"});
+    EXPECT_NE(wait_for({"zsh-ready-42"}).find("zsh-ready-42"), std::string::npos);
+    tmux({"send-keys", "-l", "clear"});
+    tmux({"send-keys", "Enter"});
+    wait_for({});
+  }
+
+  testing::TempDir home_;
+  std::string socket_;
+};
+
+TEST(DocsTest, ZshCompletesCommandsAndEachCommandsLongFlags) {
+  CommandLine cl = make_command_line();
+  ZshInTmux zsh;
+  std::vector<std::string> commands;
+  for (const CLI::App* sub : cl.app->get_subcommands({})) {
+    commands.push_back(sub->get_name() + "  ");
+  }
+  const std::string listed = zsh.complete("bpfprof ", commands);
+  for (const std::string& c : commands) EXPECT_NE(listed.find(c), std::string::npos) << c << listed;
+  for (const CLI::App* sub : cl.app->get_subcommands({})) {
+    Names visible, hidden;
+    parser_flags(*sub, visible, hidden);
+    std::vector<std::string> want;
+    for (const std::string& f : visible) {
+      if (f.starts_with("--")) want.push_back("\n" + f + " ");
+    }
+    // A lone long flag is completed in place instead of listed.
+    if (want.size() < 2) continue;
+    const std::string screen = "\n" + zsh.complete("bpfprof " + sub->get_name() + " --", want);
+    for (const std::string& w : want) {
+      EXPECT_NE(screen.find(w), std::string::npos) << sub->get_name() << ": " << w << screen;
+    }
+    for (const std::string& h : hidden) {
+      EXPECT_EQ(screen.find(h), std::string::npos) << sub->get_name() << ": " << h;
+    }
+  }
+  const std::string formats = zsh.complete("bpfprof report --format ", {"json", "text"});
+  EXPECT_NE(formats.find("json"), std::string::npos) << formats;
 }
 
 }  // namespace
