@@ -172,8 +172,9 @@ std::string main_page(const CLI::App& app, std::string_view version) {
   out += ".SH SYNOPSIS\n.B " + roff(name) + "\n" + italic("command") + " [" + italic("OPTIONS") +
          "] [" + italic("args") + "]\n.br\n.B " + roff(name) + "\n[" + bold("--version") + "] [" +
          bold("--help") + "]\n";
-  out += ".SH DESCRIPTION\n" + roff(sentence(app.get_description())) + "\n.PP\n" +
-         roff("It names every BPF program (and kernel and user code) from the program "
+  out += ".SH DESCRIPTION\n" +
+         roff(name + " is " + sentence(summary) +
+              " It names every BPF program (and kernel and user code) from the program "
               "load and unload events in the recording, at their time, so programs that "
               "lived a millisecond are named correctly. record writes a perf.data file "
               "that Linux perf reads; the other commands read it. Without a command, " +
