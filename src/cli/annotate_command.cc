@@ -7,9 +7,9 @@
 #include <cerrno>
 #include <cstdio>
 
+#include "analysis/session.h"
+#include "annotate/annotate.h"
 #include "cli/progress_meter.h"
-#include "report/annotate.h"
-#include "report/session.h"
 
 namespace bpfprof::cli {
 namespace {

@@ -3,10 +3,10 @@
 
 #include <cstdio>
 
+#include "analysis/recording.h"
 #include "cli/progress_meter.h"
-#include "report/diff.h"
-#include "report/gzip.h"
-#include "report/recording.h"
+#include "compare/diff.h"
+#include "export/gzip.h"
 
 namespace bpfprof::cli {
 namespace {

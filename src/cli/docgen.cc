@@ -13,7 +13,7 @@
 #include "base/build_info.h"
 #include "cli/app.h"
 #include "cli/docs.h"
-#include "report/gzip.h"
+#include "export/gzip.h"
 
 namespace {
 

@@ -18,7 +18,7 @@
 #include <gtest/gtest.h>
 
 #include "cli/app.h"
-#include "report/gzip.h"
+#include "export/gzip.h"
 #include "testing/subprocess.h"
 
 namespace bpfprof::cli {

@@ -9,13 +9,13 @@
 
 #include <fmt/format.h>
 
+#include "analysis/aggregate.h"
+#include "analysis/recording.h"
+#include "analysis/sample_filter.h"
+#include "analysis/session.h"
 #include "cli/progress_meter.h"
+#include "export/export.h"
 #include "profile/group.h"
-#include "report/aggregate.h"
-#include "report/export.h"
-#include "report/recording.h"
-#include "report/sample_filter.h"
-#include "report/session.h"
 
 namespace bpfprof::cli {
 namespace {

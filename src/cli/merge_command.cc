@@ -6,11 +6,11 @@
 
 #include <fmt/format.h>
 
+#include "analysis/recording.h"
 #include "cli/progress_meter.h"
-#include "report/gzip.h"
-#include "report/merge.h"
-#include "report/pprof.h"
-#include "report/recording.h"
+#include "compare/merge.h"
+#include "export/gzip.h"
+#include "export/pprof.h"
 
 namespace bpfprof::cli {
 namespace {

@@ -16,7 +16,7 @@
 #include <string>
 #include <thread>
 
-#include "report/walk_progress.h"
+#include "analysis/walk_progress.h"
 
 namespace bpfprof::cli {
 

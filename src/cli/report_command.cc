@@ -5,10 +5,10 @@
 #include <cerrno>
 #include <cstdio>
 
+#include "analysis/enrichment.h"
+#include "analysis/session.h"
 #include "cli/progress_meter.h"
-#include "report/enrichment.h"
-#include "report/script.h"
-#include "report/session.h"
+#include "script/script.h"
 
 namespace bpfprof::cli {
 namespace {

@@ -8,7 +8,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "report/aggregate.h"
+#include "analysis/aggregate.h"
 #include "report/render.h"
 
 namespace bpfprof::cli {

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The enrichment header line and the run-statistics columns/fields, from
 // hand-built feature sections 251 and 252.
-#include "report/enrichment.h"
+#include "analysis/enrichment.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>

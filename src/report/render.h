@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "analysis/report_data.h"
 #include "profile/group.h"
-#include "report/report_data.h"
 
 namespace bpfprof::report {
 

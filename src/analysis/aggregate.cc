@@ -1,0 +1,333 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "analysis/aggregate.h"
+
+#include <algorithm>
+#include <array>
+#include <deque>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+#include "analysis/sample_frames.h"
+
+namespace bpfprof::report {
+namespace {
+
+constexpr size_t kUnknownReasons = symbols::kUnknownCount;
+// Chunks a pass-2 thread takes at once (about 30k samples).
+constexpr size_t kChunksPerClaim = 8;
+using profile::Counts;
+using profile::FrameKind;
+using profile::StackId;
+
+inline uint64_t mix(uint64_t h, uint64_t v) {
+  h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+  return h;
+}
+
+// A symbolized frame by identity: the symbolizer's strings are views into
+// storage that lives (unchanged) as long as the session, so equal pointers
+// mean equal text. Different pointers to equal text only cost a cache entry
+// more: Profile::add_frame still interns by content.
+struct FrameRef {
+  const char* symbol;
+  const char* dso;
+  uint32_t symbol_len, dso_len;
+  uint32_t bpf_program, bpf_function;
+  FrameKind kind;
+
+  bool operator==(const FrameRef&) const = default;
+  static FrameRef of(const symbols::Frame& f) {
+    return FrameRef{f.symbol.data(),
+                    f.dso.data(),
+                    static_cast<uint32_t>(f.symbol.size()),
+                    static_cast<uint32_t>(f.dso.size()),
+                    f.bpf_program,
+                    f.bpf_function,
+                    f.kind};
+  }
+  uint64_t hash() const {
+    uint64_t h = mix(reinterpret_cast<uintptr_t>(symbol), reinterpret_cast<uintptr_t>(dso));
+    h = mix(h, (uint64_t{symbol_len} << 32) | dso_len);
+    h = mix(h, (uint64_t{bpf_program} << 32) | bpf_function);
+    return mix(h, static_cast<uint64_t>(kind));
+  }
+};
+struct FrameRefHash {
+  size_t operator()(const FrameRef& f) const { return f.hash(); }
+};
+
+// Who ran a sample, by identity (the comm is a view into the symbolizer).
+struct ThreadRef {
+  uint32_t pid, tid;
+  const char* comm;
+  size_t comm_len;
+
+  bool operator==(const ThreadRef&) const = default;
+  uint64_t hash() const {
+    return mix(mix((uint64_t{pid} << 32) | tid, reinterpret_cast<uintptr_t>(comm)), comm_len);
+  }
+};
+
+// Leaf-only reports (no -g, no source lines): the whole key of a sample.
+struct LeafKey {
+  FrameRef frame;
+  ThreadRef thread;
+  bool operator==(const LeafKey&) const = default;
+};
+struct LeafKeyHash {
+  size_t operator()(const LeafKey& k) const { return mix(k.frame.hash(), k.thread.hash()); }
+};
+struct StackKey {
+  StackId stack;
+  ThreadRef thread;
+  bool operator==(const StackKey&) const = default;
+};
+struct StackKeyHash {
+  size_t operator()(const StackKey& k) const { return mix(k.stack, k.thread.hash()); }
+};
+
+// Per-worker state: its profile, counters kept as plain integers until the
+// end, scratch buffers reused across samples, and caches from symbolizer
+// results (by identity) to the profile's ids and count slots, so that a
+// sample whose frames and thread were seen before costs no string hashing.
+// Ids are still handed out by the profile in first-seen order: a cache miss
+// asks the profile, so ids are those a run without caches would give.
+struct Worker {
+  profile::Profile profile;
+  std::array<uint64_t, kUnknownReasons> unknown_frames{};
+  uint64_t bad_samples = 0;
+  uint64_t bpf_unattributed = 0;
+  std::vector<SymbolizedFrame> frames;
+  std::vector<profile::FrameId> ids;
+  std::string line;
+  uint64_t chunks_unreadable = 0;
+  std::unordered_map<LeafKey, Counts*, LeafKeyHash> leaf_slots;
+  std::unordered_map<FrameRef, profile::FrameId, FrameRefHash> frame_ids;
+  std::unordered_map<StackKey, Counts*, StackKeyHash> stack_slots;
+};
+
+profile::FrameId frame_id(Worker& w, const symbols::Frame& f, std::string_view line) {
+  const profile::Frame frame{f.symbol, f.dso, line, f.kind, f.bpf_program, f.bpf_function};
+  if (!line.empty()) return w.profile.add_frame(frame);  // `line` is scratch text
+  auto [it, fresh] = w.frame_ids.try_emplace(FrameRef::of(f), 0);
+  if (fresh) it->second = w.profile.add_frame(frame);
+  return it->second;
+}
+
+void add_sample(const Session& session, const AggregateOptions& options,
+                const perf::RecordView& record, const perf::SampleLayout& layout, Worker& w) {
+  const symbols::Symbolizer& sym = session.symbolizer();
+  perf::Sample parsed;
+  if (!perf::Sample::parse_fast(record, layout, parsed)) {
+    auto full = perf::Sample::parse(record, layout);
+    if (!full.ok()) {
+      w.bad_samples++;
+      return;
+    }
+    parsed = *full;
+  }
+  const perf::Sample* sample = &parsed;
+  if (!options.filter.keep(sample->pid, sample->time)) return;
+  symbolize_sample(sym, *sample, record.cpumode(), options.stacks, w.frames);
+  for (const SymbolizedFrame& sf : w.frames) {
+    const symbols::Unknown u = sf.frame.unknown;
+    if (u != symbols::Unknown::kNone) w.unknown_frames[static_cast<size_t>(u) % kUnknownReasons]++;
+  }
+  if (!w.frames.empty() && w.frames.front().frame.unknown == symbols::Unknown::kBpfNotAlive) {
+    w.bpf_unattributed++;
+  }
+  std::string_view comm = sym.comm(sample->pid, sample->tid, sample->time);
+  if (comm.empty()) comm = "[unknown]";
+  const ThreadRef thread{sample->pid, sample->tid, comm.data(), comm.size()};
+  const profile::Thread profile_thread{sample->pid, sample->tid, comm};
+
+  if (!options.stacks && !options.lines && w.frames.size() == 1) {
+    const symbols::Frame& f = w.frames.front().frame;
+    auto [it, fresh] = w.leaf_slots.try_emplace(LeafKey{FrameRef::of(f), thread}, nullptr);
+    if (fresh) {
+      w.ids.assign(1, frame_id(w, f, {}));
+      it->second = &w.profile.slot(w.profile.add_stack(w.ids), profile_thread);
+    }
+    w.profile.add_to(*it->second, sample->period, sample->time);
+    return;
+  }
+  w.ids.clear();
+  for (const SymbolizedFrame& sf : w.frames) {
+    const symbols::Frame& f = sf.frame;
+    std::string_view line;
+    if (options.lines && f.kind == symbols::FrameKind::kBpf) {
+      if (auto l = sym.bpf_line(f, sf.lookup)) {
+        w.line = fmt::format("{}:{}", l->file, l->line);
+        line = w.line;
+      }
+    }
+    w.ids.push_back(frame_id(w, f, line));
+  }
+  const profile::StackId stack = w.profile.add_stack(w.ids);
+  auto [it, fresh] = w.stack_slots.try_emplace(StackKey{stack, thread}, nullptr);
+  if (fresh) it->second = &w.profile.slot(stack, profile_thread);
+  w.profile.add_to(*it->second, sample->period, sample->time);
+}
+
+// Chunks [first, last) into `w`. Pass 1 accepted every record in them, so
+// the walk fails only if the file changed under us; that is counted.
+void run_chunks(const Session& session, const AggregateOptions& options, size_t first,
+                size_t last, Worker& w) {
+  Status walked = session.for_each_sample(
+      first, last, [&](const perf::RecordView& record, const perf::SampleLayout& layout) {
+        add_sample(session, options, record, layout, w);
+      });
+  if (!walked.ok()) w.chunks_unreadable++;
+}
+
+// Counter names (JSON keys) for unknown-frame reasons.
+std::string reason_key(symbols::Unknown u) {
+  using symbols::Unknown;
+  switch (u) {
+    case Unknown::kNone: return "none";
+    case Unknown::kNoKallsyms: return "no_kallsyms";
+    case Unknown::kKernelNoSymbol: return "kernel_no_symbol";
+    case Unknown::kBpfNotAlive: return "bpf_not_alive";
+    case Unknown::kNoMap: return "no_map";
+    case Unknown::kNoElf: return "no_elf";
+    case Unknown::kNoSymbol: return "no_symbol";
+    case Unknown::kNoProcess: return "no_process";
+    case Unknown::kNoFile: return "no_file";
+  }
+  return fmt::format("reason_{}", static_cast<int>(u));
+}
+
+void add_counters(const Session& session, const Worker& merged, profile::Profile& p) {
+  for (const auto& [name, value] : session.counters()) p.count(name, value);
+  const symbols::Diagnostics& d = session.symbolizer().diagnostics();
+  p.count("sideband_out_of_order", d.sideband_out_of_order);
+  p.count("ksymbol_unregister_unknown", d.ksymbol_unregister_unknown);
+  p.count("bpf_event_without_ksymbol", d.bpf_event_without_ksymbol);
+  p.count("programs_without_info", d.programs_without_info);
+  p.count("sideband_bad_records", d.sideband_bad_records);
+  p.count("samples_bad", merged.bad_samples);
+  p.count("bpf_samples_unattributed", merged.bpf_unattributed);
+  // Listed only when it happens (the file changed between the passes).
+  if (merged.chunks_unreadable != 0) p.count("sample_chunks_unreadable", merged.chunks_unreadable);
+  for (size_t i = 1; i < kUnknownReasons; i++) {
+    p.count("unknown_frames." + reason_key(static_cast<symbols::Unknown>(i)),
+            merged.unknown_frames[i]);
+  }
+}
+
+std::vector<ProgramRow> program_table(const symbols::Symbolizer& sym, const profile::Profile& p) {
+  std::vector<ProgramRow> rows;
+  for (const symbols::BpfProgram& prog : sym.bpf_programs()) {
+    ProgramRow row;
+    row.id = prog.id;
+    row.name = prog.name;
+    row.tag = bpf::tag_hex(prog.tag);
+    row.load_ns = prog.load_time;
+    row.unload_ns = prog.unload_time;
+    for (const symbols::BpfFunction& fn : prog.functions) row.functions.push_back({fn.ksym, 0});
+    rows.push_back(std::move(row));
+  }
+  for (const auto& [key, counts] : p.samples()) {
+    const profile::Frame* leaf = p.leaf(key.stack);
+    if (leaf == nullptr || leaf->kind != profile::FrameKind::kBpf || leaf->bpf_program == 0 ||
+        leaf->bpf_program > rows.size()) {
+      continue;
+    }
+    ProgramRow& row = rows[leaf->bpf_program - 1];
+    row.samples += counts.samples;
+    if (leaf->bpf_function < row.functions.size()) {
+      row.functions[leaf->bpf_function].samples += counts.samples;
+    }
+  }
+  return rows;
+}
+
+}  // namespace
+
+std::vector<std::string> program_names(const ReportData& data) {
+  std::vector<std::string> names;
+  for (const ProgramRow& p : data.programs) names.push_back(p.name);
+  return names;
+}
+
+ReportData aggregate(const Session& session, const AggregateOptions& options) {
+  const size_t chunks = session.chunk_count();
+  unsigned threads = options.threads;
+  if (threads == 0) {
+    // Below a few thousand samples a thread costs more than it saves.
+    threads = std::max(1u, std::thread::hardware_concurrency());
+    threads = static_cast<unsigned>(
+        std::min<uint64_t>(threads, std::max<uint64_t>(1, session.sample_count() / 4096)));
+  }
+  threads = static_cast<unsigned>(std::clamp<size_t>(chunks, 1, threads));
+  // Contiguous chunk ranges (parts) merged in order: frames and stacks get the
+  // ids a single thread would give them, however the chunks are split.
+  // Threads start on equal parts; one that runs out halves the part with the
+  // most chunks left (the first chunks cost more: ELF symbols load on first
+  // use), so no thread waits long for another.
+  struct Part {
+    size_t begin, next, end;
+    Worker worker;
+  };
+  std::deque<Part> parts;  // stable addresses
+  std::mutex mu;
+  auto first_chunk = [&](unsigned t) { return chunks * t / threads; };
+  for (unsigned t = 0; t < threads; t++) {
+    parts.push_back(Part{first_chunk(t), first_chunk(t), first_chunk(t + 1), {}});
+  }
+  auto run = [&](Part* part) {
+    for (;;) {
+      size_t first = 0, last = 0;
+      {
+        std::lock_guard lock(mu);
+        if (part->next == part->end) {
+          Part* most = nullptr;
+          for (Part& p : parts) {
+            const size_t left = p.end - p.next;
+            if (left >= 2 && (!most || left > most->end - most->next)) most = &p;
+          }
+          if (!most) return;
+          const size_t mid = most->next + (most->end - most->next) / 2;
+          parts.push_back(Part{mid, mid, most->end, {}});
+          most->end = mid;
+          part = &parts.back();
+        }
+        // A few chunks per claim: one walk each, and short enough to split.
+        first = part->next;
+        last = std::min(part->end, first + kChunksPerClaim);
+        part->next = last;
+      }
+      run_chunks(session, options, first, last, part->worker);
+    }
+  };
+  std::vector<std::thread> pool;
+  for (unsigned t = 1; t < threads; t++) pool.emplace_back(run, &parts[t]);
+  run(&parts[0]);
+  for (std::thread& th : pool) th.join();
+
+  std::vector<Part*> order;
+  for (Part& p : parts) order.push_back(&p);
+  std::sort(order.begin(), order.end(),
+            [](const Part* a, const Part* b) { return a->begin < b->begin; });
+  Worker& first = order[0]->worker;
+  for (size_t i = 1; i < order.size(); i++) {
+    const Worker& w = order[i]->worker;
+    first.profile.merge(w.profile);
+    for (size_t k = 0; k < kUnknownReasons; k++) first.unknown_frames[k] += w.unknown_frames[k];
+    first.bad_samples += w.bad_samples;
+    first.bpf_unattributed += w.bpf_unattributed;
+    first.chunks_unreadable += w.chunks_unreadable;
+  }
+  ReportData data;
+  data.header = session.header();
+  data.profile = std::move(first.profile);
+  add_counters(session, first, data.profile);
+  data.programs = program_table(session.symbolizer(), data.profile);
+  return data;
+}
+
+}  // namespace bpfprof::report

@@ -1,0 +1,23 @@
+// SPDX-License-Identifier: Apache-2.0
+// Pass 2: samples in parallel contiguous chunks, each worker symbolizing and
+// aggregating into its own Profile; the profiles are merged at the end and the
+// BPF program table is counted from leaf frames.
+#pragma once
+
+#include "analysis/report_data.h"
+#include "analysis/sample_filter.h"
+#include "analysis/session.h"
+#include "base/error.h"
+
+namespace bpfprof::report {
+
+struct AggregateOptions {
+  bool stacks = false;  // keep whole callchains (report -g); else leaf frames only
+  bool lines = false;   // look up BPF source lines (sort key `line`)
+  unsigned threads = 0; // 0 = one per online CPU
+  SampleFilter filter;  // samples left out are not counted anywhere (export --pid/--time)
+};
+
+ReportData aggregate(const Session& session, const AggregateOptions& options);
+
+}  // namespace bpfprof::report

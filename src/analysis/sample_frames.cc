@@ -1,0 +1,46 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "analysis/sample_frames.h"
+
+namespace bpfprof::report {
+namespace {
+
+enum class Space { kKernel, kUser, kOther };
+
+Space space_of_marker(uint64_t marker) {
+  if (marker == perf::kContextKernel) return Space::kKernel;
+  if (marker == perf::kContextUser) return Space::kUser;
+  return Space::kOther;  // hypervisor, guest: not ours to symbolize
+}
+
+}  // namespace
+
+void symbolize_sample(const symbols::Symbolizer& symbolizer, const perf::Sample& sample,
+                      uint16_t cpumode, bool stack, std::vector<SymbolizedFrame>& out) {
+  out.clear();
+  const bool leaf_kernel = cpumode == perf::kMiscKernel;
+  auto add = [&](uint64_t ip, uint64_t lookup, bool kernel) {
+    out.push_back(SymbolizedFrame{
+        symbolizer.lookup(sample.pid, lookup, sample.time, kernel), ip, lookup});
+  };
+  const perf::U64Array& chain = sample.callchain;
+  if (!stack || chain.empty()) {
+    if (sample.ip != 0) {
+      add(sample.ip, sample.ip, leaf_kernel);
+      return;
+    }
+  }
+  Space space = leaf_kernel ? Space::kKernel : Space::kUser;
+  for (size_t i = 0; i < chain.size(); i++) {
+    const uint64_t ip = chain[i];
+    if (ip >= perf::kContextMax) {
+      space = space_of_marker(ip);
+      continue;
+    }
+    if (space == Space::kOther) continue;
+    const bool is_leaf = out.empty();
+    add(ip, is_leaf ? ip : ip - 1, space == Space::kKernel);
+    if (!stack) return;
+  }
+}
+
+}  // namespace bpfprof::report

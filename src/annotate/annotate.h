@@ -1,0 +1,109 @@
+// SPDX-License-Identifier: Apache-2.0
+// `bpfprof annotate`: one BPF program's JIT'd code, function by function,
+// instruction by instruction, under the source lines it came from, with the
+// samples whose leaf frame fell on each instruction. Everything comes from
+// the recording: the JIT image, function lengths, line info and jited line
+// info from BPF_PROG_INFO, the source text from BPF_BTF, the instances and
+// their addresses from KSYMBOL/BPF_EVENT. Renderers: annotate_render.cc.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "analysis/session.h"
+#include "annotate/disasm.h"
+#include "base/error.h"
+#include "bpf/prog_info.h"
+
+namespace bpfprof::report {
+
+// How the program was named on the command line. An id means one instance
+// (one load); a name, ksym or tag means every instance of that code (the same
+// program loaded many times): samples of all of them are added up, each at
+// its offset from its own function's start.
+enum class SelectedBy : uint8_t { kId, kTag, kKsym, kName };
+std::string_view selected_by_name(SelectedBy by);
+
+struct AnnotatedInsn {
+  uint32_t offset = 0;  // from the function's start
+  uint32_t size = 0;
+  std::string text;     // capstone's "mnemonic operands"
+  uint64_t samples = 0;
+};
+
+// A run of consecutive instructions from the same source line. A line the
+// compiler spread over the function appears in several blocks; its total is
+// in AnnotatedFunction::line_totals.
+struct LineBlock {
+  std::optional<uint32_t> line;  // none: before the function's first line info, or no BTF
+  std::string file, text;
+  uint64_t samples = 0;
+  std::vector<AnnotatedInsn> insns;
+};
+
+struct LineTotal {
+  std::optional<uint32_t> line;
+  std::string file;
+  uint64_t samples = 0;
+};
+
+struct AnnotatedFunction {
+  std::string name;  // ksym name
+  uint32_t len = 0;  // JIT'd length: the instructions' sizes add up to it
+  uint64_t samples = 0;
+  std::vector<LineBlock> blocks;         // in address order
+  std::vector<LineTotal> line_totals;    // by samples, descending; ties by line
+};
+
+// One program's code (one tag) and the samples of the selected instances.
+struct Listing {
+  std::string name, tag;
+  std::vector<uint32_t> ids;   // the instances whose samples are counted, in load order
+  uint32_t code_id = 0;        // the instance whose stored info is disassembled
+  uint64_t samples = 0;        // leaf samples in the selected instances
+  uint64_t samples_outside = 0;  // of those, at offsets the stored code does not cover
+  bool has_lines = false;      // line info and BTF were stored
+  std::string unavailable;     // why there is no code to show ("" = functions are filled)
+  std::vector<AnnotatedFunction> functions;  // main function first
+};
+
+struct Annotation {
+  std::string query;
+  SelectedBy selected_by = SelectedBy::kName;
+  std::string arch;            // the recording's ARCH feature
+  uint64_t total_samples = 0;  // every sample of the recording
+  std::vector<Listing> listings;  // one per distinct code the query matched
+};
+
+// Errors: kNotFound when nothing matches (the message lists the closest
+// names), kUnsupported for an architecture we cannot disassemble.
+Result<Annotation> annotate(const Session& session, std::string_view query);
+
+// --- building blocks, exposed for tests ---
+
+// The functions of `info` with instructions and source lines, no samples yet.
+// `btf` may be null (no lines then). Errors: the stored arrays contradict each
+// other (function lengths beyond the image), a corrupt section.
+Result<std::vector<AnnotatedFunction>> build_functions(const bpf::ProgInfo& info,
+                                                      const bpf::BtfBlob* btf, Arch arch);
+// Counts `n` samples on the instruction covering `offset` of function `f`;
+// false if the offset is past the function's end.
+bool add_samples(AnnotatedFunction& f, uint32_t offset, uint64_t n);
+// Fills block and function samples and line totals from instruction samples.
+void finish_counts(AnnotatedFunction& f);
+
+// Up to `max` candidates closest to `query` by edit distance (candidates that
+// contain the query first), without repeats.
+std::vector<std::string> closest_names(std::string_view query,
+                                       std::span<const std::string> candidates, size_t max);
+
+// Renderers. `color`: ANSI colour/bold for hot lines and instructions (only
+// when stdout is a terminal).
+std::string render_annotate_text(const Annotation& a, bool color);
+std::string render_annotate_json(const Annotation& a);
+
+}  // namespace bpfprof::report

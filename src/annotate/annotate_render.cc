@@ -1,0 +1,142 @@
+// SPDX-License-Identifier: Apache-2.0
+// annotate's renderers. Text: a header per program, then per function each
+// source line (file:line, its samples, its text) with its instructions below
+// (samples, percent, offset, disassembly); hot lines and instructions in
+// colour on a terminal. JSON: the same tree (schema: README "Annotate").
+#include <cmath>
+#include <map>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "annotate/annotate.h"
+
+namespace bpfprof::report {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+double pct(uint64_t part, uint64_t whole) {
+  if (whole == 0) return 0;
+  return std::round(10000.0 * static_cast<double>(part) / static_cast<double>(whole)) / 100.0;
+}
+
+// Thresholds (percent of the program's samples) for colour on a terminal.
+constexpr double kHot = 10.0, kWarm = 2.0;
+constexpr const char* kRed = "\033[1;31m";
+constexpr const char* kYellow = "\033[33m";
+constexpr const char* kBold = "\033[1m";
+constexpr const char* kReset = "\033[0m";
+
+std::string paint(bool color, double percent, const std::string& s, const char* base = "") {
+  if (!color) return s;
+  const char* c = percent >= kHot ? kRed : percent >= kWarm ? kYellow : base;
+  return *c ? fmt::format("{}{}{}", c, s, kReset) : s;
+}
+
+std::string where(const std::optional<uint32_t>& line, const std::string& file) {
+  return line ? fmt::format("{}:{}", file, *line) : "[no line info]";
+}
+
+std::string selection(const Annotation& a, const Listing& l) {
+  if (a.selected_by == SelectedBy::kId) return fmt::format("by id: instance {} only", l.ids.front());
+  return fmt::format("by {}: all {} instance{} of this code (ids {})", selected_by_name(a.selected_by),
+                     l.ids.size(), l.ids.size() == 1 ? "" : "s", fmt::join(l.ids, ", "));
+}
+
+void text_function(const AnnotatedFunction& f, uint64_t program_samples, bool color, std::string& out) {
+  const double fp = pct(f.samples, program_samples);
+  out += paint(color, fp, fmt::format("\n{}  len {}  samples {} ({:.2f}%)\n", f.name, f.len, f.samples, fp), kBold);
+  out += "    samples  percent  offset  instruction\n";
+  std::map<std::pair<std::string, std::optional<uint32_t>>, std::pair<uint64_t, int>> per_line;
+  for (const LineBlock& b : f.blocks) {
+    auto& [total, blocks] = per_line[{b.file, b.line}];
+    total += b.samples;
+    blocks++;
+  }
+  for (const LineBlock& b : f.blocks) {
+    const double bp = pct(b.samples, program_samples);
+    const auto& [total, blocks] = per_line[{b.file, b.line}];
+    std::string head = fmt::format("  {:>9} {:>7.2f}%  {}", b.samples, bp, where(b.line, b.file));
+    if (blocks > 1) head += fmt::format("  (line total {}, {:.2f}%)", total, pct(total, program_samples));
+    out += paint(color, bp, head, kBold) + "\n";
+    if (b.line) out += fmt::format("{:>22}{}\n", "", b.text);
+    for (const AnnotatedInsn& i : b.insns) {
+      const double ip = pct(i.samples, program_samples);
+      std::string count = i.samples ? fmt::format("{:>9} {:>7.2f}%", i.samples, ip) : fmt::format("{:>18}", "");
+      out += paint(color, ip, fmt::format("  {}  {:>6x}  {}", count, i.offset, i.text)) + "\n";
+    }
+  }
+}
+
+}  // namespace
+
+std::string render_annotate_text(const Annotation& a, bool color) {
+  std::string out;
+  for (const Listing& l : a.listings) {
+    out += paint(color, 0, fmt::format("BPF program {}  tag {}  ({})\n", l.name, l.tag, selection(a, l)), kBold);
+    out += fmt::format("samples {} ({:.2f}% of {}), arch {}", l.samples, pct(l.samples, a.total_samples),
+                       a.total_samples, a.arch);
+    if (!l.unavailable.empty()) {
+      out += fmt::format("\nno code to annotate: {}\n\n", l.unavailable);
+      continue;
+    }
+    out += fmt::format(", code from the stored info of id {}{}\n", l.code_id,
+                       l.has_lines ? "" : " (no line info or BTF stored: instructions only)");
+    if (l.samples_outside) {
+      out += fmt::format("{} samples fell outside the stored code (functions or offsets it lacks)\n",
+                         l.samples_outside);
+    }
+    for (const AnnotatedFunction& f : l.functions) text_function(f, l.samples, color, out);
+    out += "\n";
+  }
+  return out;
+}
+
+std::string render_annotate_json(const Annotation& a) {
+  auto line_json = [](const std::optional<uint32_t>& line) { return line ? Json(*line) : Json(nullptr); };
+  Json programs = Json::array();
+  for (const Listing& l : a.listings) {
+    Json functions = Json::array();
+    for (const AnnotatedFunction& f : l.functions) {
+      Json lines = Json::array();
+      for (const LineBlock& b : f.blocks) {
+        Json insns = Json::array();
+        for (const AnnotatedInsn& i : b.insns) {
+          insns.push_back(Json{{"offset", i.offset}, {"size", i.size}, {"asm", i.text},
+                               {"samples", i.samples}, {"percent", pct(i.samples, l.samples)}});
+        }
+        lines.push_back(Json{{"file", b.line ? Json(b.file) : Json(nullptr)}, {"line", line_json(b.line)},
+                             {"text", b.line ? Json(b.text) : Json(nullptr)}, {"samples", b.samples},
+                             {"percent", pct(b.samples, l.samples)}, {"insns", std::move(insns)}});
+      }
+      Json totals = Json::array();
+      for (const LineTotal& t : f.line_totals) {
+        totals.push_back(Json{{"file", t.line ? Json(t.file) : Json(nullptr)}, {"line", line_json(t.line)},
+                              {"samples", t.samples}, {"percent", pct(t.samples, l.samples)}});
+      }
+      functions.push_back(Json{{"name", f.name}, {"len", f.len}, {"samples", f.samples},
+                               {"percent", pct(f.samples, l.samples)}, {"lines", std::move(lines)},
+                               {"line_totals", std::move(totals)}});
+    }
+    programs.push_back(Json{{"name", l.name},
+                            {"tag", l.tag},
+                            {"ids", l.ids},
+                            {"code_id", l.unavailable.empty() ? Json(l.code_id) : Json(nullptr)},
+                            {"samples", l.samples},
+                            {"percent", pct(l.samples, a.total_samples)},
+                            {"samples_outside", l.samples_outside},
+                            {"has_lines", l.has_lines},
+                            {"unavailable", l.unavailable.empty() ? Json(nullptr) : Json(l.unavailable)},
+                            {"functions", std::move(functions)}});
+  }
+  Json out{{"query", a.query},
+           {"selected_by", selected_by_name(a.selected_by)},
+           {"arch", a.arch},
+           {"samples", a.total_samples},
+           {"programs", std::move(programs)}};
+  // Invalid UTF-8 in recorded names or BTF source text becomes U+FFFD.
+  return out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+}
+
+}  // namespace bpfprof::report

@@ -1,0 +1,220 @@
+// SPDX-License-Identifier: Apache-2.0
+// annotate's building blocks on bytes built here: capstone on known x86-64
+// and arm64 sequences, source lines from a hand-built bpf_prog_info (line
+// info + jited line info + a tiny BTF), sample counts per instruction, name
+// suggestions, and the JSON shape.
+#include <linux/btf.h>
+
+#include <cstring>
+#include <numeric>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "annotate/annotate.h"
+
+namespace bpfprof::report {
+namespace {
+
+uint32_t total_size(const std::vector<Insn>& insns) {
+  return std::accumulate(insns.begin(), insns.end(), 0u,
+                         [](uint32_t s, const Insn& i) { return s + i.size; });
+}
+
+TEST(DisasmTest, X86_64KnownBytes) {
+  // push rbp; mov rbp, rsp; 0x06 (invalid in 64-bit mode); nop dword ptr [rax+rax]; ret
+  const std::vector<uint8_t> code = {0x55, 0x48, 0x89, 0xe5, 0x06, 0x0f, 0x1f, 0x44, 0x00, 0x00, 0xc3};
+  auto insns = disassemble(Arch::kX86_64, code, 0xffffffffc0000000);
+  ASSERT_TRUE(insns.ok()) << insns.error().to_string();
+  ASSERT_EQ(insns->size(), 5u);
+  EXPECT_EQ((*insns)[0].text, "push rbp");
+  EXPECT_EQ((*insns)[1].text, "mov rbp, rsp");
+  EXPECT_EQ((*insns)[1].offset, 1u);
+  EXPECT_EQ((*insns)[2].text, ".byte 0x06");  // undecodable: one byte, then go on
+  EXPECT_EQ((*insns)[3].text.rfind("nop", 0), 0u) << (*insns)[3].text;
+  EXPECT_EQ((*insns)[3].size, 5u);
+  EXPECT_EQ((*insns)[4].text, "ret");
+  EXPECT_EQ(total_size(*insns), code.size());
+}
+
+TEST(DisasmTest, Arm64KnownBytes) {
+  // stp x29, x30, [sp, #-0x10]!; mov x29, sp; ret; then a 2-byte tail
+  const std::vector<uint8_t> code = {0xfd, 0x7b, 0xbf, 0xa9, 0xfd, 0x03, 0x00, 0x91,
+                                     0xc0, 0x03, 0x5f, 0xd6, 0xaa, 0xbb};
+  auto insns = disassemble(Arch::kArm64, code, 0);
+  ASSERT_TRUE(insns.ok()) << insns.error().to_string();
+  ASSERT_GE(insns->size(), 4u);
+  EXPECT_EQ((*insns)[0].text.rfind("stp x29, x30, [sp", 0), 0u) << (*insns)[0].text;
+  EXPECT_EQ((*insns)[1].text, "mov x29, sp");
+  EXPECT_EQ((*insns)[2].text, "ret");
+  EXPECT_EQ((*insns)[2].offset, 8u);
+  EXPECT_EQ((*insns)[3].text, ".byte 0xaa");
+  EXPECT_EQ(total_size(*insns), code.size());
+}
+
+TEST(DisasmTest, ArchFromTheFile) {
+  EXPECT_EQ(arch_from_name("x86_64"), Arch::kX86_64);
+  EXPECT_EQ(arch_from_name("aarch64"), Arch::kArm64);
+  EXPECT_FALSE(arch_from_name("riscv64").has_value());
+}
+
+// A BTF blob with no types and the given string section.
+bpf::BtfBlob tiny_btf(const std::string& strings) {
+  btf_header h{};
+  h.magic = BTF_MAGIC;
+  h.version = 1;
+  h.hdr_len = sizeof h;
+  h.str_len = static_cast<uint32_t>(strings.size());
+  bpf::BtfBlob b;
+  b.id = 7;
+  b.data.resize(sizeof h + strings.size());
+  std::memcpy(b.data.data(), &h, sizeof h);
+  std::memcpy(b.data.data() + sizeof h, strings.data(), strings.size());
+  return b;
+}
+
+class AnnotateCodeTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    // Strings: 1 "f.c", 5 "ten", 9 "twelve", 16 "twenty".
+    btf_ = tiny_btf(std::string("\0f.c\0ten\0twelve\0twenty\0", 23));
+    // Function 0 at 0x1000: push rbp; mov rbp, rsp; nop; ret (6 bytes).
+    // Function 1 at 0x2000: nop; ret (2 bytes).
+    info_.jited_insns = {0x55, 0x48, 0x89, 0xe5, 0x90, 0xc3, 0x90, 0xc3};
+    info_.jited_ksyms = {0x1000, 0x2000};
+    info_.jited_func_lens = {6, 2};
+    info_.ksym_names = {"bpf_prog_0000000000000001_main", "bpf_prog_0000000000000002_sub"};
+    info_.info.btf_id = 7;
+    info_.info.line_info_rec_size = sizeof(bpf_line_info);
+    struct L {
+      uint64_t addr;
+      uint32_t str, line;
+    };
+    // Two entries at 0x1001: the later one (line 12) wins, as in BpfLines.
+    for (L l : {L{0x1000, 5, 10}, L{0x1001, 5, 11}, L{0x1001, 9, 12}, L{0x1005, 5, 10},
+                L{0x2001, 16, 20}}) {
+      bpf_line_info li{0, 1, l.str, l.line << 10};
+      const auto* p = reinterpret_cast<const std::byte*>(&li);
+      info_.line_info.insert(info_.line_info.end(), p, p + sizeof li);
+      info_.jited_line_info.push_back(l.addr);
+    }
+  }
+  bpf::ProgInfo info_;
+  bpf::BtfBlob btf_;
+};
+
+TEST_F(AnnotateCodeTest, InstructionsUnderTheirLines) {
+  auto fns = build_functions(info_, &btf_, Arch::kX86_64);
+  ASSERT_TRUE(fns.ok()) << fns.error().to_string();
+  ASSERT_EQ(fns->size(), 2u);
+  const AnnotatedFunction& f0 = (*fns)[0];
+  EXPECT_EQ(f0.name, "bpf_prog_0000000000000001_main");
+  ASSERT_EQ(f0.blocks.size(), 3u);
+  EXPECT_EQ(f0.blocks[0].line, 10u);
+  EXPECT_EQ(f0.blocks[0].file, "f.c");
+  EXPECT_EQ(f0.blocks[0].text, "ten");
+  EXPECT_EQ(f0.blocks[1].line, 12u);  // mov and nop: between 0x1001 and 0x1005
+  EXPECT_EQ(f0.blocks[1].insns.size(), 2u);
+  EXPECT_EQ(f0.blocks[2].line, 10u);  // ret: line 10 again
+  const AnnotatedFunction& f1 = (*fns)[1];
+  ASSERT_EQ(f1.blocks.size(), 2u);
+  EXPECT_FALSE(f1.blocks[0].line.has_value());  // before the function's first line entry
+  EXPECT_EQ(f1.blocks[1].line, 20u);
+  EXPECT_EQ(f1.blocks[1].text, "twenty");
+}
+
+TEST_F(AnnotateCodeTest, SamplesPerInstructionAndLineTotals) {
+  auto fns = build_functions(info_, &btf_, Arch::kX86_64);
+  ASSERT_TRUE(fns.ok());
+  AnnotatedFunction& f = (*fns)[0];
+  EXPECT_TRUE(add_samples(f, 1, 3));   // mov
+  EXPECT_TRUE(add_samples(f, 2, 1));   // inside mov
+  EXPECT_TRUE(add_samples(f, 0, 1));   // push
+  EXPECT_TRUE(add_samples(f, 5, 2));   // ret
+  EXPECT_FALSE(add_samples(f, 6, 1));  // past the end
+  finish_counts(f);
+  EXPECT_EQ(f.samples, 7u);
+  EXPECT_EQ(f.blocks[1].insns[0].samples, 4u);
+  ASSERT_EQ(f.line_totals.size(), 2u);
+  EXPECT_EQ(f.line_totals[0].line, 12u);
+  EXPECT_EQ(f.line_totals[0].samples, 4u);
+  EXPECT_EQ(f.line_totals[1].line, 10u);
+  EXPECT_EQ(f.line_totals[1].samples, 3u);  // both blocks of line 10
+}
+
+TEST_F(AnnotateCodeTest, NoBtfStillDisassembles) {
+  auto fns = build_functions(info_, nullptr, Arch::kX86_64);
+  ASSERT_TRUE(fns.ok());
+  ASSERT_EQ((*fns)[0].blocks.size(), 1u);
+  EXPECT_FALSE((*fns)[0].blocks[0].line.has_value());
+  EXPECT_EQ((*fns)[0].blocks[0].insns.size(), 4u);
+}
+
+TEST_F(AnnotateCodeTest, LengthsBeyondTheImageAreAnError) {
+  info_.jited_func_lens = {6, 200};
+  auto fns = build_functions(info_, &btf_, Arch::kX86_64);
+  ASSERT_FALSE(fns.ok());
+  EXPECT_EQ(fns.error().code, Errc::kBadRecord);
+}
+
+TEST_F(AnnotateCodeTest, JsonShapeAndText) {
+  auto fns = build_functions(info_, &btf_, Arch::kX86_64);
+  ASSERT_TRUE(fns.ok());
+  add_samples((*fns)[0], 1, 3);
+  for (AnnotatedFunction& f : *fns) finish_counts(f);
+  Annotation a;
+  a.query = "main";
+  a.arch = "x86_64";
+  a.total_samples = 10;
+  Listing& l = a.listings.emplace_back();
+  l.name = "main";
+  l.tag = "0000000000000001";
+  l.ids = {5, 9};
+  l.code_id = 5;
+  l.samples = 3;
+  l.has_lines = true;
+  l.functions = std::move(fns).value();
+
+  auto j = nlohmann::json::parse(render_annotate_json(a));
+  EXPECT_EQ(j["selected_by"], "name");
+  ASSERT_EQ(j["programs"].size(), 1u);
+  const auto& p = j["programs"][0];
+  EXPECT_EQ(p["ids"], nlohmann::json({5, 9}));
+  EXPECT_EQ(p["code_id"], 5);
+  EXPECT_TRUE(p["unavailable"].is_null());
+  ASSERT_EQ(p["functions"].size(), 2u);
+  const auto& f0 = p["functions"][0];
+  EXPECT_EQ(f0["len"], 6);
+  EXPECT_EQ(f0["samples"], 3);
+  const auto& hot = f0["lines"][1];
+  EXPECT_EQ(hot["file"], "f.c");
+  EXPECT_EQ(hot["line"], 12);
+  EXPECT_EQ(hot["samples"], 3);
+  EXPECT_EQ(hot["insns"][0]["asm"], "mov rbp, rsp");
+  EXPECT_EQ(hot["insns"][0]["offset"], 1);
+  EXPECT_EQ(hot["insns"][0]["samples"], 3);
+  EXPECT_EQ(hot["insns"][0]["percent"], 100.0);
+  EXPECT_TRUE(p["functions"][1]["lines"][0]["line"].is_null());
+  EXPECT_EQ(f0["line_totals"][0]["line"], 12);
+
+  const std::string text = render_annotate_text(a, /*color=*/false);
+  EXPECT_NE(text.find("f.c:12"), std::string::npos) << text;
+  EXPECT_NE(text.find("mov rbp, rsp"), std::string::npos);
+  EXPECT_NE(text.find("ids 5, 9"), std::string::npos) << text;
+  EXPECT_EQ(text.find('\033'), std::string::npos);  // no colour off a terminal
+  EXPECT_NE(render_annotate_text(a, /*color=*/true).find('\033'), std::string::npos);
+}
+
+TEST(ClosestNamesTest, EditDistanceAndContainment) {
+  const std::vector<std::string> names = {"long_burner", "burner", "bpf2bpf",
+                                          "bpf_prog_0123456789abcdef_long_burner", "42", "burner"};
+  auto near = closest_names("long_burnr", names, 2);
+  ASSERT_EQ(near.size(), 2u);
+  EXPECT_EQ(near[0], "long_burner");
+  auto contains = closest_names("burner", names, 10);
+  EXPECT_EQ(contains.size(), 5u);  // no repeats
+  EXPECT_EQ(closest_names("43", names, 1), std::vector<std::string>{"42"});
+}
+
+}  // namespace
+}  // namespace bpfprof::report
