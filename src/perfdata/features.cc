@@ -203,7 +203,9 @@ Status decode_feature(int feat, Bytes payload, uint64_t base, Features& out,
       return ok_status();
     }
     case kFeatBpfprofKallsyms: {
-      BPFPROF_ASSIGN_OR_RETURN(out.kallsyms, decode_kallsyms(payload, base));
+      // Opened in place by whoever names kernel code (KallsymsTable).
+      out.kallsyms_packed = payload;
+      out.kallsyms_packed_at = base;
       return ok_status();
     }
     case kFeatBpfprofEnrichment: {

@@ -7,6 +7,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/byte_cursor.h"
@@ -65,12 +66,13 @@ struct Features {
   std::vector<bpf::BtfBlob> bpf_btf;           // BPF_BTF
   // Kernel and module text symbols as /proc/kallsyms listed them when the
   // recording started ("addr type name [module]" lines), so a report on another
-  // machine or after a reboot names kernel code the same (stored zstd-compressed).
+  // machine or after a reboot names kernel code the same. What a recorder
+  // writes: stored as a table (encode_kallsyms); readers leave it empty and
+  // set `kallsyms_packed` instead.
   std::optional<std::string> kallsyms;
-  // A large snapshot as stored, instead of `kallsyms`: the symbolizer decodes
-  // it (decode_kallsyms) on its indexing thread, so the decompression runs
-  // while pass 1 walks the records instead of before. A view into the
-  // reader's file, valid as long as the FileReader; empty otherwise.
+  // The snapshot section as stored (any version), read with
+  // KallsymsTable::open (kallsyms_table.h): a view into the reader's file,
+  // valid as long as the FileReader; empty when the file has none.
   Bytes kallsyms_packed;
   uint64_t kallsyms_packed_at = 0;  // its file offset (error messages)
   std::optional<Compression> compression;      // COMPRESSED
@@ -94,11 +96,14 @@ Result<std::vector<bpf::ProgInfo>> decode_bpf_prog_info(Bytes section, uint64_t 
 std::vector<std::byte> encode_bpf_btf(const std::vector<bpf::BtfBlob>& blobs);
 Result<std::vector<bpf::BtfBlob>> decode_bpf_btf(Bytes section, uint64_t base_offset);
 
-// bpfprof's kallsyms snapshot (feature 250): u32 version (1), u32 compression
-// (0 = none, 1 = zstd), u64 raw_size, then the (compressed) text. The decoder
-// refuses a raw_size above 256 MiB and output that does not match raw_size.
-std::vector<std::byte> encode_kallsyms(const std::string& text);
-Result<std::string> decode_kallsyms(Bytes section, uint64_t base_offset);
+// bpfprof's kallsyms snapshot (feature 250) from /proc/kallsyms text: the
+// table of version 2 (layout in kallsyms_table.h), one opaque blob. Read back
+// with KallsymsTable::open.
+std::vector<std::byte> encode_kallsyms(std::string_view text);
+// Version 1, what recorders wrote before: u32 version (1), u32 compression
+// (0 = none, 1 = zstd), u64 raw_size, then the (compressed) text. Kept so
+// that tests can make old files; KallsymsTable::open still reads it.
+std::vector<std::byte> encode_kallsyms_v1(std::string_view text);
 
 // Fills hostname/osrelease/arch (uname), nr cpus, version, clockid resolution.
 Features host_features();

@@ -26,9 +26,6 @@ namespace {
 
 constexpr uint64_t kOldHeaderSize = 72;  // before adds_features: no features
 constexpr uint64_t kAttrSizeVer0 = 64;
-// A kallsyms snapshot section at least this large is left for the
-// symbolizer to decode (Features::kallsyms_packed).
-constexpr uint64_t kDeferredKallsymsBytes = 64 << 10;
 
 // [offset, offset + size) lies inside a file of `file_size` bytes.
 bool in_file(uint64_t offset, uint64_t size, uint64_t file_size) {
@@ -207,12 +204,6 @@ Status FileReader::parse_file() {
       continue;
     }
     const Bytes payload = file_.subspan(s.offset, s.size);
-    // The kallsyms snapshot is most of the decoding (a few MB of zstd).
-    if (feat == kFeatBpfprofKallsyms && s.size >= kDeferredKallsymsBytes) {
-      features_.kallsyms_packed = payload;
-      features_.kallsyms_packed_at = s.offset;
-      continue;
-    }
     decode_one_feature(feat, payload, s.offset, event_names);
   }
   // EVENT_DESC names go to the attrs by position (perf does the same).

@@ -15,6 +15,7 @@
 #include <gtest/gtest.h>
 
 #include "perf/records.h"
+#include "perfdata/kallsyms_table.h"
 #include "perfdata/reader.h"
 #include "record/recorder.h"
 #include "testing/subprocess.h"
@@ -25,6 +26,7 @@ namespace {
 struct Seen {
   size_t samples = 0;
   bool kernel_mmap = false;
+  uint64_t kernel_start = 0;  // the kernel MMAP's start
   bool own_comm = false;
   bool finished_init = false;
   size_t records_before_init_with_time = 0;
@@ -78,6 +80,7 @@ TEST(RecorderKernelTest, RecordsSleepSystemWide) {
         if (m->filename.starts_with("[kernel.kallsyms]") && m->sample_id.time == 0 &&
             r.cpumode() == perf::kMiscKernel) {
           seen.kernel_mmap = true;
+          seen.kernel_start = m->start;
           EXPECT_GT(m->len, 0u);
           EXPECT_EQ(m->pgoff, m->start);
         }
@@ -110,15 +113,24 @@ TEST(RecorderKernelTest, RecordsSleepSystemWide) {
   EXPECT_TRUE(reader->features().first_sample_time.has_value());
   EXPECT_FALSE(reader->features().cmdline.empty());
 
-  // The kallsyms snapshot (feature 250) is in the file, and perf still reads
-  // it. A whole machine's is large: the reader leaves it packed for the
-  // symbolizer to decode.
+  // The kallsyms snapshot (feature 250) is in the file as a table, and perf
+  // still reads the file.
   const perfdata::Features& f = reader->features();
-  ASSERT_FALSE(f.kallsyms_packed.empty()) << "snapshot missing or small enough to decode at open";
-  auto kallsyms = perfdata::decode_kallsyms(f.kallsyms_packed, f.kallsyms_packed_at);
+  ASSERT_FALSE(f.kallsyms_packed.empty()) << "snapshot missing";
+  auto kallsyms = perfdata::KallsymsTable::open(f.kallsyms_packed, f.kallsyms_packed_at);
   ASSERT_TRUE(kallsyms.ok()) << kallsyms.error().to_string();
-  EXPECT_NE(kallsyms->find(" _text\n"), std::string::npos);
-  EXPECT_EQ(kallsyms->find("[bpf]"), std::string::npos);
+  EXPECT_GT(kallsyms->size(), 1000u);
+  // A core kernel symbol starts where the kernel map does (_text, or an
+  // alias of it), and no [bpf] line was kept.
+  const size_t at_text = kallsyms->floor(seen.kernel_start);
+  ASSERT_LT(at_text, kallsyms->size());
+  EXPECT_EQ(kallsyms->addr(at_text), seen.kernel_start);
+  EXPECT_EQ(kallsyms->module(at_text), 0u);
+  bool bpf = false;
+  for (size_t i = 0; i < kallsyms->size(); i++) {
+    bpf |= kallsyms->module(i) != 0 && kallsyms->module_dso(kallsyms->module(i)) == "[bpf]";
+  }
+  EXPECT_FALSE(bpf);
   EXPECT_TRUE(reader->feature_errors().empty());
 
   auto script = bpfprof::testing::run({"perf", "script", "-i", o.output});

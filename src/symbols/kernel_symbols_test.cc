@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -50,17 +51,21 @@ struct Case {
   Unknown unknown = Unknown::kNone;
 };
 
-// The snapshot as text (small sections, built features) or as the reader
-// leaves a large section: packed, decoded by the symbolizer.
-class KernelSnapshotForms : public ::testing::TestWithParam<bool> {};
+// The snapshot as text (a live session) or as the reader leaves the
+// section: packed, as a table (version 2) or as older files hold it
+// (version 1, zstd text).
+enum class Form { kText, kTable, kOldText };
+class KernelSnapshotForms : public ::testing::TestWithParam<Form> {};
 
 TEST_P(KernelSnapshotForms, ResolvesFromSnapshotWithModuleMaps) {
-  const std::vector<std::byte> packed = perfdata::encode_kallsyms(kSnapshot);
+  const std::vector<std::byte> packed = GetParam() == Form::kOldText
+                                            ? perfdata::encode_kallsyms_v1(kSnapshot)
+                                            : perfdata::encode_kallsyms(kSnapshot);
   perfdata::Features features;
-  if (GetParam()) {
-    features.kallsyms_packed = packed;
-  } else {
+  if (GetParam() == Form::kText) {
     features.kallsyms = kSnapshot;
+  } else {
+    features.kallsyms_packed = packed;
   }
   Symbolizer sym(features, {});
   test::Feeder f(sym);
@@ -98,12 +103,21 @@ TEST_P(KernelSnapshotForms, ResolvesFromSnapshotWithModuleMaps) {
   EXPECT_FALSE(sym.kallsyms_error().has_value());
 }
 
-INSTANTIATE_TEST_SUITE_P(TextOrPacked, KernelSnapshotForms, ::testing::Bool(),
-                         [](const auto& info) { return info.param ? "packed" : "text"; });
+INSTANTIATE_TEST_SUITE_P(TextOrPacked, KernelSnapshotForms,
+                         ::testing::Values(Form::kText, Form::kTable, Form::kOldText),
+                         [](const auto& info) {
+                           return info.param == Form::kText    ? "text"
+                                  : info.param == Form::kTable ? "table"
+                                                               : "old_text";
+                         });
 
-TEST(KernelSymbolsTest, APackedSnapshotThatDoesNotDecodeIsAnErrorAndNoSymbols) {
-  std::vector<std::byte> packed = perfdata::encode_kallsyms(kSnapshot);
-  packed.resize(packed.size() - 3);  // the zstd frame cut short
+// Cut short: the zstd frame of version 1, the pool of version 2.
+class BrokenSnapshot : public ::testing::TestWithParam<bool> {};
+
+TEST_P(BrokenSnapshot, APackedSnapshotThatDoesNotOpenIsAnErrorAndNoSymbols) {
+  std::vector<std::byte> packed =
+      GetParam() ? perfdata::encode_kallsyms(kSnapshot) : perfdata::encode_kallsyms_v1(kSnapshot);
+  packed.resize(packed.size() - 3);
   perfdata::Features features;
   features.kallsyms_packed = packed;
   features.kallsyms_packed_at = 4096;
@@ -114,6 +128,71 @@ TEST(KernelSymbolsTest, APackedSnapshotThatDoesNotDecodeIsAnErrorAndNoSymbols) {
   EXPECT_GE(sym.kallsyms_error()->offset.value_or(0), 4096u) << sym.kallsyms_error()->to_string();
   EXPECT_LT(sym.kallsyms_error()->offset.value_or(0), 4096u + packed.size());
   EXPECT_EQ(sym.lookup(1, 0xffffffff81000150, 5, true).unknown, Unknown::kNoKallsyms);
+}
+
+INSTANTIATE_TEST_SUITE_P(OldOrTable, BrokenSnapshot, ::testing::Bool(),
+                         [](const auto& info) { return info.param ? "table" : "old_text"; });
+
+// Every way a version 2 table can lie is refused at open, with the offset of
+// the field that lies; nothing is read out of bounds (ASan builds check).
+TEST(KallsymsTableTest, RefusesTablesThatLie) {
+  const std::vector<std::byte> good = perfdata::encode_kallsyms(kSnapshot);
+  ASSERT_TRUE(perfdata::KallsymsTable::open(good, 0).ok());
+  auto patched = [&](size_t at, auto value) {
+    std::vector<std::byte> b = good;
+    std::memcpy(b.data() + at, &value, sizeof value);
+    return b;
+  };
+  auto t = perfdata::KallsymsTable::open(good, 0);
+  const size_t n = t->size();
+  ASSERT_EQ(n, 6u);  // _text start_kernel helper_alias mod_fn mod_last other_fn
+  const size_t addrs = 32, ends = addrs + 8 * n, mods = ends + 4 * (n + 2);
+  struct Lie {
+    std::vector<std::byte> blob;
+    Errc code;
+    size_t at;
+  };
+  const std::vector<Lie> lies = {
+      {patched(0, uint32_t{3}), Errc::kUnsupported, 0},
+      {patched(4, uint32_t{1}), Errc::kUnsupported, 4},
+      {patched(8, uint64_t{1} << 60), Errc::kBadRecord, 8},
+      {patched(8, uint64_t{n - 1}), Errc::kBadRecord, 8},
+      {patched(24, uint32_t{1000}), Errc::kBadRecord, 8},
+      {patched(28, uint32_t{1} << 31), Errc::kBadRecord, 8},
+      {patched(addrs + 8, uint64_t{0}), Errc::kBadRecord, addrs + 8},
+      {patched(ends + 4, uint32_t{0}), Errc::kBadRecord, ends + 4},
+      {patched(ends + 4 * (n + 1), uint32_t{1} << 30), Errc::kBadRecord, ends + 4 * (n + 1)},
+      {patched(mods + 2, uint16_t{9}), Errc::kBadRecord, mods + 2},
+  };
+  for (size_t k = 0; k < lies.size(); k++) {
+    SCOPED_TRACE(k);
+    auto r = perfdata::KallsymsTable::open(lies[k].blob, 1000);
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.error().code, lies[k].code) << r.error().to_string();
+    EXPECT_EQ(r.error().offset.value_or(0), 1000 + lies[k].at) << r.error().to_string();
+  }
+  for (size_t cut = 0; cut < good.size(); cut += 7) {
+    EXPECT_FALSE(perfdata::KallsymsTable::open(Bytes(good).first(cut), 0).ok()) << cut;
+  }
+}
+
+// The table keeps what a lookup needs and nothing of the rest.
+TEST(KallsymsTableTest, HoldsTextSymbolsInAddressOrder) {
+  auto t = perfdata::KallsymsTable::from_text(kSnapshot);
+  std::vector<std::string> got;
+  for (size_t i = 0; i < t.size(); i++) {
+    std::string line = std::string(t.name(i));
+    if (t.module(i) != 0) line += " " + std::string(t.module_dso(t.module(i)));
+    got.push_back(line);
+  }
+  EXPECT_EQ(got, (std::vector<std::string>{"_text", "start_kernel", "helper_alias", "mod_fn [mymod]",
+                                           "mod_last [mymod]", "other_fn [othermod]"}));
+  EXPECT_EQ(t.etext(), 0xffffffff81000300u);
+  EXPECT_EQ(t.floor(0xffffffff81000000 - 1), t.size());
+  EXPECT_EQ(t.floor(0xffffffff81000000), 0u);
+  EXPECT_EQ(t.floor(0xffffffff810001ff), 1u);
+  EXPECT_EQ(t.floor(0xffffffffffffffff), t.size() - 1);
+  EXPECT_EQ(perfdata::KallsymsTable::from_text("").size(), 0u);
 }
 
 TEST(KernelSymbolsTest, NoSnapshotMeansNoKallsyms) {
@@ -141,7 +220,7 @@ TEST(KernelSymbolsTest, BpfTimelineWinsOverSnapshot) {
 
 // Two snapshots looked up in turn at the same addresses: each answers from
 // its own symbols (a lookup remembers the previous symbol per thread), and
-// parse() then build() gives what build(text) gives.
+// set_table() then build() gives what build(text) gives.
 TEST(KernelSymbolsTest, TwoSnapshotsAnswerForThemselves) {
   const std::string other =
       "ffffffff81000000 T _text\n"
@@ -150,22 +229,22 @@ TEST(KernelSymbolsTest, TwoSnapshotsAnswerForThemselves) {
   KernelSymbols a, b;
   a.add_kernel_map("[kernel.kallsyms]_text", 0xffffffff81000000, 0x300);
   a.build(kSnapshot);
-  b.parse(other);
+  b.set_table(perfdata::KallsymsTable::from_text(other));
   b.add_kernel_map("[kernel.kallsyms]_text", 0xffffffff81000000, 0x300);
   b.build();
   for (int round = 0; round < 3; round++) {
     for (uint64_t ip : {0xffffffff81000150ull, 0xffffffff81000160ull, 0xffffffff81000010ull}) {
       SCOPED_TRACE(::testing::Message() << std::hex << "ip 0x" << ip);
-      const KernelSymbols::Symbol* sa = a.find(ip);
-      const KernelSymbols::Symbol* sb = b.find(ip);
-      ASSERT_NE(sa, nullptr);
-      ASSERT_NE(sb, nullptr);
+      const auto sa = a.find(ip);
+      const auto sb = b.find(ip);
+      ASSERT_TRUE(sa.has_value());
+      ASSERT_TRUE(sb.has_value());
       EXPECT_EQ(sa->name, ip < 0xffffffff81000100 ? "_text" : "start_kernel");
       EXPECT_EQ(sb->name, ip < 0xffffffff81000080 ? "_text" : "other_start");
     }
     // Past the end of the core text: nothing, from either.
-    EXPECT_EQ(a.find(0xffffffff81000300), nullptr);
-    EXPECT_EQ(b.find(0xffffffff81000300), nullptr);
+    EXPECT_FALSE(a.find(0xffffffff81000300).has_value());
+    EXPECT_FALSE(b.find(0xffffffff81000300).has_value());
   }
 }
 

@@ -62,30 +62,40 @@ const char* unknown_reason_name(Unknown u) {
 struct Symbolizer::Impl {
   Impl(const perfdata::Features& f, Options o)
       : features(f), options(std::move(o)), elf(options.symfs), bpf(f, pool, diag), maps(elf), lines(f) {
-    // Decoding and parsing the snapshot need no side-band record: they run
-    // while the caller walks the file for them (finish() waits for them).
-    if (features.kallsyms || !features.kallsyms_packed.empty()) {
-      try {
-        kallsyms_parse = std::thread([this] { parse_kallsyms(); });
-      } catch (const std::system_error&) {
-        // No thread: finish() parses.
+    // Opening the snapshot needs no side-band record: a table of version 2
+    // is only checked (a few hundred microseconds); version 1 is decompressed
+    // and parsed, on a thread while the caller walks the file for the
+    // side-band records (finish() waits for it).
+    if (features.kallsyms) {
+      kernel.set_table(perfdata::KallsymsTable::from_text(*features.kallsyms));
+    } else if (!features.kallsyms_packed.empty()) {
+      if (packed_version() == 2) {
+        open_kallsyms();
+      } else {
+        try {
+          kallsyms_open = std::thread([this] { open_kallsyms(); });
+        } catch (const std::system_error&) {
+          // No thread: finish() opens it.
+        }
       }
     }
   }
-  // The snapshot's text, decoded here if the reader left it packed.
-  void parse_kallsyms() {
-    if (features.kallsyms) return kernel.parse(*features.kallsyms);
-    if (features.kallsyms_packed.empty()) return;
-    auto text = perfdata::decode_kallsyms(features.kallsyms_packed, features.kallsyms_packed_at);
-    if (!text.ok()) {
-      kallsyms_error = std::move(text).error();
+  uint32_t packed_version() const {
+    const Bytes b = features.kallsyms_packed;
+    return b.size() >= 4 ? load_unaligned<uint32_t>(b.data()) : 0;
+  }
+  void open_kallsyms() {
+    if (kallsyms_opened) return;
+    kallsyms_opened = true;
+    auto table = perfdata::KallsymsTable::open(features.kallsyms_packed, features.kallsyms_packed_at);
+    if (!table.ok()) {
+      kallsyms_error = std::move(table).error();
       return;
     }
-    kallsyms_text = std::move(text).value();
-    kernel.parse(kallsyms_text);
+    kernel.set_table(std::move(table).value());
   }
   ~Impl() {
-    if (kallsyms_parse.joinable()) kallsyms_parse.join();
+    if (kallsyms_open.joinable()) kallsyms_open.join();
   }
 
   void add(const perf::RecordView& r, const perf::SampleLayout& layout);
@@ -108,9 +118,9 @@ struct Symbolizer::Impl {
   uint64_t max_time = 0;
   bool finished = false;
   uint64_t serial = 0;  // set by finish(): lookups may remember answers then
-  std::thread kallsyms_parse;
-  std::string kallsyms_text;            // decoded from features.kallsyms_packed
-  std::optional<Error> kallsyms_error;  // that decoding failed
+  std::thread kallsyms_open;
+  bool kallsyms_opened = false;         // open_kallsyms() ran (or runs on kallsyms_open)
+  std::optional<Error> kallsyms_error;  // features.kallsyms_packed did not open
 };
 
 void Symbolizer::Impl::add(const perf::RecordView& r, const perf::SampleLayout& layout) {
@@ -267,7 +277,7 @@ Frame Symbolizer::Impl::kernel_frame(uint64_t ip, const BpfSymbols::Timeline::Hi
     return f;
   }
   if (kernel.has_snapshot()) {
-    const auto* s = kernel.find(ip);
+    const auto s = kernel.find(ip);
     if (s && (s->exact || !hit.known_range)) {
       f.kind = s->module ? FrameKind::kModule : FrameKind::kKernel;
       f.symbol = s->name;
@@ -344,10 +354,10 @@ void Symbolizer::finish() {
     // No thread: built below.
   }
   // After the kernel MMAPs: they cap the last symbol of each module.
-  if (m.kallsyms_parse.joinable()) {
-    m.kallsyms_parse.join();
-  } else {
-    m.parse_kallsyms();
+  if (m.kallsyms_open.joinable()) {
+    m.kallsyms_open.join();
+  } else if (!m.features.kallsyms && !m.features.kallsyms_packed.empty()) {
+    m.open_kallsyms();
   }
   if (m.kernel.has_snapshot()) m.kernel.build();
   m.maps.finish();

@@ -1,0 +1,83 @@
+// SPDX-License-Identifier: Apache-2.0
+// The kallsyms snapshot (feature 250) as a table searched where it lies: the
+// kernel and module text symbols in address order, one per address, with a
+// string pool. Version 2 of the section is this table, so opening it checks
+// its bounds and order and builds nothing; version 1 (older files: zstd of
+// the /proc/kallsyms text) is decompressed and parsed into a table of its own.
+//
+// Version 2 layout (little-endian, no alignment assumed):
+//   u32 version (2), u32 flags (0), u64 count, u64 etext (0 = unknown),
+//   u32 modules, u32 pool_size,
+//   u64 addr[count]              strictly ascending
+//   u32 name_end[count+modules]  end of each name in the pool (a name starts
+//                                where the previous one ends): the symbols'
+//                                names, then the modules' ("[name]")
+//   u16 module[count]            0 = core kernel, m = module m-1
+//   char pool[pool_size]
+// Kept: t/T/w/W symbols except [bpf] lines, address 0 and _etext (its address
+// is `etext`); at one address the first global name listed, else the first.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/byte_cursor.h"
+#include "base/error.h"
+
+namespace bpfprof::perfdata {
+
+// One /proc/kallsyms line; views into the text.
+struct KallsymsLine {
+  uint64_t addr = 0;
+  char type = 0;
+  std::string_view name;
+  std::string_view module;  // without brackets; empty for the core kernel
+};
+// Parses "addr type name" or "addr type name\t[module]"; false if malformed.
+bool parse_kallsyms_line(std::string_view line, KallsymsLine& out);
+
+class KallsymsTable {
+ public:
+  KallsymsTable() = default;
+  // A section 250 payload. Version 2 is used in place: `blob` must outlive
+  // the table. Errors name the field and its offset (`base_offset` = the
+  // payload's file offset).
+  static Result<KallsymsTable> open(Bytes blob, uint64_t base_offset);
+  // From /proc/kallsyms text (a live session); owns its table.
+  static KallsymsTable from_text(std::string_view text);
+
+  size_t size() const { return count_; }
+  bool empty() const { return count_ == 0; }
+  uint64_t etext() const { return etext_; }
+  uint64_t addr(size_t i) const { return load_unaligned<uint64_t>(addrs_ + 8 * i); }
+  std::string_view name(size_t i) const { return pool_string(i); }
+  // 0 = core kernel, else module_dso(module(i)) names it.
+  uint32_t module(size_t i) const { return load_unaligned<uint16_t>(modules_ + 2 * i); }
+  uint32_t module_count() const { return module_count_; }
+  // "[name]" of module m (1-based, as module() returns).
+  std::string_view module_dso(uint32_t m) const { return pool_string(count_ + m - 1); }
+  // The index of the last symbol starting at or before `addr`; size() if none.
+  size_t floor(uint64_t addr) const;
+
+ private:
+  Status check(Bytes blob, uint64_t base_offset);
+  uint32_t name_end(size_t i) const { return load_unaligned<uint32_t>(ends_ + 4 * i); }
+  std::string_view pool_string(size_t i) const {
+    const uint32_t begin = i == 0 ? 0 : name_end(i - 1);
+    return {pool_ + begin, name_end(i) - begin};
+  }
+
+  std::shared_ptr<const std::vector<std::byte>> owned_;  // a table made here
+  size_t count_ = 0;
+  uint32_t module_count_ = 0;
+  uint64_t etext_ = 0;
+  const std::byte* addrs_ = nullptr;
+  const std::byte* ends_ = nullptr;
+  const std::byte* modules_ = nullptr;
+  const char* pool_ = nullptr;
+};
+
+}  // namespace bpfprof::perfdata
