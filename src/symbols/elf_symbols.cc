@@ -17,6 +17,9 @@
 namespace bpfprof::symbols {
 namespace {
 
+// The demangled-name slot of a name that does not demangle.
+const std::string kNotMangled;
+
 struct ElfCloser {
   void operator()(Elf* e) const { elf_end(e); }
 };
@@ -116,7 +119,36 @@ Result<std::unique_ptr<ElfSymbols>> ElfSymbols::load(const std::string& path, co
   for (const Raw& r : raw) {
     out->symbols_.push_back({r.addr, r.size, std::string_view(out->names_).substr(r.name_off, r.name_len)});
   }
+  out->demangled_ = std::make_unique<std::atomic<const std::string*>[]>(out->symbols_.size());
   return out;
+}
+
+ElfSymbols::~ElfSymbols() {
+  for (size_t i = 0; demangled_ && i < symbols_.size(); i++) {
+    const std::string* d = demangled_[i].load(std::memory_order_relaxed);
+    if (d != &kNotMangled) delete d;
+  }
+}
+
+std::string_view ElfSymbols::shown_name(size_t i) const {
+  const std::string_view name = symbols_[i].name;
+  if (!name.starts_with("_Z")) return name;
+  std::atomic<const std::string*>& slot = demangled_[i];
+  const std::string* d = slot.load(std::memory_order_acquire);
+  if (d == nullptr) {
+    // Demangled by whichever thread gets here first; a thread that loses the
+    // race drops its copy and takes the winner's, so the view is one.
+    int status = -1;
+    std::unique_ptr<char, void (*)(void*)> out(abi::__cxa_demangle(name.data(), nullptr, nullptr, &status),
+                                               std::free);
+    auto made = status == 0 && out ? std::make_unique<const std::string>(out.get()) : nullptr;
+    const std::string* mine = made ? made.get() : &kNotMangled;
+    if (slot.compare_exchange_strong(d, mine, std::memory_order_acq_rel, std::memory_order_acquire)) {
+      made.release();
+      d = mine;
+    }
+  }
+  return d == &kNotMangled ? name : std::string_view(*d);
 }
 
 bool ElfSymbols::read_symbols(Elf* elf, std::vector<Raw>& raw) {
@@ -139,15 +171,10 @@ bool ElfSymbols::read_symbols(Elf* elf, std::vector<Raw>& raw) {
     if (!gelf_getsym(data, static_cast<int>(i), &sym) || !is_function(sym)) continue;
     const char* name = elf_strptr(elf, chosen_sh.sh_link, sym.st_name);
     if (!name || !*name) continue;
-    // Demangled once here, so lookups hand out views with no work.
-    int status = -1;
-    std::unique_ptr<char, void (*)(void*)> demangled(
-        name[0] == '_' && name[1] == 'Z' ? abi::__cxa_demangle(name, nullptr, nullptr, &status) : nullptr,
-        std::free);
-    const char* shown = status == 0 && demangled ? demangled.get() : name;
-    const size_t len = std::strlen(shown);
+    // Stored as the file has it (NUL-terminated: demangled from here later).
+    const size_t len = std::strlen(name);
     raw.push_back({sym.st_value, sym.st_size, names_.size(), len, GELF_ST_BIND(sym.st_info) != STB_LOCAL});
-    names_.append(shown, len);
+    names_.append(name, len);
     names_.push_back('\0');
   }
   return chosen_sh.sh_type == SHT_SYMTAB;
@@ -160,14 +187,16 @@ std::optional<uint64_t> ElfSymbols::offset_to_vaddr(uint64_t offset) const {
   return std::nullopt;
 }
 
-const ElfSymbols::Symbol* ElfSymbols::find(uint64_t vaddr) const {
+std::optional<ElfSymbols::Symbol> ElfSymbols::find(uint64_t vaddr) const {
   auto it = std::upper_bound(symbols_.begin(), symbols_.end(), vaddr,
                              [](uint64_t a, const Symbol& s) { return a < s.addr; });
-  if (it == symbols_.begin()) return nullptr;
-  const Symbol& s = *std::prev(it);
-  if (s.size != 0) return vaddr - s.addr < s.size ? &s : nullptr;
+  if (it == symbols_.begin()) return std::nullopt;
+  const size_t i = static_cast<size_t>(it - symbols_.begin()) - 1;
+  const Symbol& s = symbols_[i];
   // Unsized (hand-written assembly): up to the next symbol, if there is one.
-  return it != symbols_.end() ? &s : nullptr;
+  const bool covers = s.size != 0 ? vaddr - s.addr < s.size : it != symbols_.end();
+  if (!covers) return std::nullopt;
+  return Symbol{s.addr, s.size, shown_name(i)};
 }
 
 uint32_t ElfCache::slot(std::string_view path) {

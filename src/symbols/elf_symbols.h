@@ -31,15 +31,21 @@ class ElfSymbols {
 
   // Symbols of `path`; if it has no .symtab but a build id, they come from
   // <debug_root>/usr/lib/debug/.build-id/xx/yyyy.debug when that exists.
-  // C++ names are demangled.
+  // C++ names are demangled, each the first time find() returns it (a large
+  // C++ binary has ~100k symbols, of which a profile hits a few hundred).
   static Result<std::unique_ptr<ElfSymbols>> load(const std::string& path,
                                                    const std::string& debug_root = "");
+  ElfSymbols() = default;
+  ~ElfSymbols();
+  ElfSymbols(const ElfSymbols&) = delete;
+  ElfSymbols& operator=(const ElfSymbols&) = delete;
 
   const std::vector<uint8_t>& build_id() const { return build_id_; }
   // File offset -> link-time virtual address, through the PT_LOAD that holds it.
   std::optional<uint64_t> offset_to_vaddr(uint64_t offset) const;
-  // The function symbol covering vaddr, or null.
-  const Symbol* find(uint64_t vaddr) const;
+  // The function symbol covering vaddr, if any. Thread-safe; a symbol's name
+  // is the same view every time.
+  std::optional<Symbol> find(uint64_t vaddr) const;
   size_t size() const { return symbols_.size(); }
 
  private:
@@ -56,8 +62,15 @@ class ElfSymbols {
   };
   std::vector<uint8_t> build_id_;
   std::vector<Segment> segments_;
-  std::string names_;  // all symbol names, NUL-separated; symbols_ views into it
+  // The shown name of symbols_[i]: its own for plain names, its demangled
+  // form once find() made it for a mangled one.
+  std::string_view shown_name(size_t i) const;
+
+  std::string names_;  // all symbol names as stored, NUL-separated; symbols_ views into it
   std::vector<Symbol> symbols_;
+  // Per symbol, the demangled name (owned) once made; null before. Names that
+  // do not demangle point to kNotMangled.
+  std::unique_ptr<std::atomic<const std::string*>[]> demangled_;
 };
 
 // One ElfSymbols per path (with the --symfs prefix), loaded on first use.

@@ -177,6 +177,30 @@ TEST_F(ProcessMapsTest, CppNamesDemangled) {
   EXPECT_TRUE(fr.symbol.starts_with("bpfprof::symbols::is_fileless_mapping(")) << fr.symbol;
 }
 
+// Names are demangled on first lookup, by whichever thread comes first: every
+// thread gets the same view (callers compare names by identity).
+TEST_F(ProcessMapsTest, LazyDemanglingGivesOneViewToEveryThread) {
+  const auto fn = reinterpret_cast<uint64_t>(&is_fileless_mapping);
+  if (fn < self_.start || fn >= self_.end) GTEST_SKIP() << "function outside the mapped text";
+  for (int round = 0; round < 20; round++) {
+    Symbolizer sym(features_, {});
+    test::Feeder f(sym);
+    f.mmap2(0, 1, self_.start, self_.end - self_.start, self_.pgoff, self_.path);
+    sym.finish();
+    std::vector<std::string_view> seen(4);
+    std::vector<std::thread> threads;
+    for (size_t i = 0; i < seen.size(); i++) {
+      threads.emplace_back([&, i] { seen[i] = sym.lookup(1, fn, 0, false).symbol; });
+    }
+    for (auto& t : threads) t.join();
+    for (std::string_view v : seen) {
+      EXPECT_TRUE(v.starts_with("bpfprof::symbols::is_fileless_mapping(")) << v;
+      EXPECT_EQ(v.data(), seen[0].data());
+    }
+    EXPECT_EQ(sym.lookup(1, fn, 0, false).symbol.data(), seen[0].data());
+  }
+}
+
 TEST_F(ProcessMapsTest, FilelessMappings) {
   EXPECT_TRUE(is_fileless_mapping("[vdso]"));
   EXPECT_TRUE(is_fileless_mapping("[heap]"));

@@ -319,7 +319,7 @@ Frame Symbolizer::Impl::lookup_user(uint32_t pid, uint64_t ip, uint64_t time) co
     return f;
   }
   const auto vaddr = elf_syms->offset_to_vaddr(ip - m.start + m.payload.pgoff);
-  const ElfSymbols::Symbol* s = vaddr ? elf_syms->find(*vaddr) : nullptr;
+  const std::optional<ElfSymbols::Symbol> s = vaddr ? elf_syms->find(*vaddr) : std::nullopt;
   if (!s) {
     f.unknown = Unknown::kNoSymbol;
     return f;
