@@ -13,6 +13,7 @@
 #include <cxxabi.h>
 
 #include "base/unique_fd.h"
+#include "symbols/interval_timeline.h"
 
 namespace bpfprof::symbols {
 namespace {
@@ -120,6 +121,7 @@ Result<std::unique_ptr<ElfSymbols>> ElfSymbols::load(const std::string& path, co
     out->symbols_.push_back({r.addr, r.size, std::string_view(out->names_).substr(r.name_off, r.name_len)});
   }
   out->demangled_ = std::make_unique<std::atomic<const std::string*>[]>(out->symbols_.size());
+  out->serial_ = next_timeline_serial();
   return out;
 }
 
@@ -188,14 +190,32 @@ std::optional<uint64_t> ElfSymbols::offset_to_vaddr(uint64_t offset) const {
 }
 
 std::optional<ElfSymbols::Symbol> ElfSymbols::find(uint64_t vaddr) const {
-  auto it = std::upper_bound(symbols_.begin(), symbols_.end(), vaddr,
-                             [](uint64_t a, const Symbol& s) { return a < s.addr; });
-  if (it == symbols_.begin()) return std::nullopt;
-  const size_t i = static_cast<size_t>(it - symbols_.begin()) - 1;
+  // Samples repeat the same instructions: each thread keeps the last answer
+  // per address (direct-mapped), for this file (its serial).
+  struct Memo {
+    uint64_t serial = 0, vaddr = 0;
+    size_t index = 0;  // symbols_.size(): no symbol there
+  };
+  constexpr size_t kMemo = 1024;
+  thread_local Memo memo[kMemo];
+  static_assert(kMemo == 1024);  // the top 10 bits of the hash pick the slot
+  Memo& m = memo[((vaddr ^ (vaddr >> 10) ^ serial_) * 0x9e3779b97f4a7c15ULL) >> 54];
+  size_t i = symbols_.size();
+  if (m.serial == serial_ && m.vaddr == vaddr) {
+    i = m.index;
+  } else {
+    auto it = std::upper_bound(symbols_.begin(), symbols_.end(), vaddr,
+                               [](uint64_t a, const Symbol& s) { return a < s.addr; });
+    if (it != symbols_.begin()) {
+      const size_t at = static_cast<size_t>(it - symbols_.begin()) - 1;
+      const Symbol& s = symbols_[at];
+      // Unsized (hand-written assembly): up to the next symbol, if there is one.
+      if (s.size != 0 ? vaddr - s.addr < s.size : it != symbols_.end()) i = at;
+    }
+    m = {serial_, vaddr, i};
+  }
+  if (i == symbols_.size()) return std::nullopt;
   const Symbol& s = symbols_[i];
-  // Unsized (hand-written assembly): up to the next symbol, if there is one.
-  const bool covers = s.size != 0 ? vaddr - s.addr < s.size : it != symbols_.end();
-  if (!covers) return std::nullopt;
   return Symbol{s.addr, s.size, shown_name(i)};
 }
 

@@ -71,6 +71,7 @@ class ElfSymbols {
   // Per symbol, the demangled name (owned) once made; null before. Names that
   // do not demangle point to kNotMangled.
   std::unique_ptr<std::atomic<const std::string*>[]> demangled_;
+  uint64_t serial_ = 0;  // unique per loaded file: find()'s memo is keyed by it
 };
 
 // One ElfSymbols per path (with the --symfs prefix), loaded on first use.
