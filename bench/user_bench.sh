@@ -1,0 +1,157 @@
+#!/usr/bin/env bash
+# The readers as a user meets them (run by hand, as root; not a test): records
+# a long-running BPF program system-wide with both recorders — 30 s at
+# -g -F 20000 and a tiny 1 s at 99 Hz — then times each bpfprof reading mode
+# against perf's fastest equivalent on each file, paired and alternating
+# (perf, bpfprof, bpfprof, perf, ...), medians of the runs, peak RSS from
+# /usr/bin/time. Output to /dev/null; page cache warm (each file is read once
+# before timing). Prints a markdown section; with --write it also replaces the
+# section between the user-bench markers in bench/RESULTS.md.
+#
+#   bench/user_bench.sh [--write] [runs] [seconds]     (defaults: 5 runs, 30 s)
+#
+# BPFPROF_BUILD_DIR (default build) picks the binaries; BPFPROF_BENCH_DIR keeps
+# the recordings there (default: a temporary directory, removed at exit).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+write=0
+if [[ ${1:-} == --write ]]; then
+  write=1
+  shift
+fi
+runs=${1:-5}
+secs=${2:-30}
+build=${BPFPROF_BUILD_DIR:-build}
+bin="$build/bin"
+bpfprof=$(realpath "$bin/bpfprof")
+if [[ -n ${BPFPROF_BENCH_DIR:-} ]]; then
+  work=$BPFPROF_BENCH_DIR
+  mkdir -p "$work"
+else
+  work=$(mktemp -d)
+  trap 'rm -rf "$work"' EXIT
+fi
+commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
+
+# The workload: one long-running BPF program burning CPU (BPF_PROG_TEST_RUN
+# in a loop) until stopped. Records `secs` seconds of the whole system.
+record() {  # recorder seconds freq output
+  local recorder=$1 s=$2 freq=$3 out=$4
+  "$bin/bpfprof-workload" --hold --quiet >"$work/ready" &
+  local wl=$!
+  for _ in $(seq 100); do grep -q ready "$work/ready" && break; sleep 0.1; done
+  if [[ $recorder == bpfprof ]]; then
+    "$bpfprof" record -a -g -F "$freq" -e cpu-clock -q -o "$out" -- sleep "$s"
+  else
+    perf record -a -g -F "$freq" -e cpu-clock -q -o "$out" -- sleep "$s" 2>/dev/null
+  fi
+  kill -TERM "$wl"
+  wait "$wl" || true
+}
+
+big_b="$work/big-bpfprof.data" big_p="$work/big-perf.data"
+tiny_b="$work/tiny-bpfprof.data" tiny_p="$work/tiny-perf.data"
+[[ -s $big_b ]] || record bpfprof "$secs" 20000 "$big_b"
+[[ -s $big_p ]] || record perf "$secs" 20000 "$big_p"
+[[ -s $tiny_b ]] || record bpfprof 1 99 "$tiny_b"
+[[ -s $tiny_p ]] || record perf 1 99 "$tiny_p"
+
+samples() { perf report -i "$1" --stats 2>/dev/null | awk '/SAMPLE events:/ { print $3; exit }'; }
+
+# One timed run: "seconds maxrss_kb output_bytes".
+timed() {
+  /usr/bin/time -f '%e %M' -o "$work/t" "$@" 2>"$work/err" | wc -c >"$work/bytes" || {
+    cat "$work/err" >&2
+    exit 1
+  }
+  echo "$(cat "$work/t") $(cat "$work/bytes")"
+}
+median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2) }'; }
+
+# row label file "perf command" "bpfprof command": paired, alternating order.
+rows=()
+row() {
+  local label=$1 file=$2 pcmd=$3 bcmd=$4
+  local pt=() pm=() bt=() bm=() pb=0 bb=0
+  cat "$file" >/dev/null
+  for ((i = 0; i < runs; i++)); do
+    local order=(p b)
+    ((i % 2)) && order=(b p)
+    for who in "${order[@]}"; do
+      if [[ $who == p ]]; then
+        read -r t m pb < <(timed ${pcmd//FILE/$file})
+        pt+=("$t") pm+=("$m")
+      else
+        read -r t m bb < <(timed ${bcmd//FILE/$file})
+        bt+=("$t") bm+=("$m")
+      fi
+    done
+  done
+  local ptm btm pmm bmm
+  ptm=$(printf '%s\n' "${pt[@]}" | median)
+  btm=$(printf '%s\n' "${bt[@]}" | median)
+  pmm=$(printf '%s\n' "${pm[@]}" | median)
+  bmm=$(printf '%s\n' "${bm[@]}" | median)
+  rows+=("$(awk -v l="$label" -v pc="${pcmd//FILE/f}" -v bc="${bcmd//FILE/f}" -v pt="$ptm" -v bt="$btm" \
+    -v pm="$pmm" -v bm="$bmm" -v pb="$pb" -v bb="$bb" -v pr="${pt[*]}" -v br="${bt[*]}" 'BEGIN {
+      printf "| %s | `%s` | %.3f s, %.0f MiB | `%s` | %.3f s, %.0f MiB | **%.1fx** | %.2f | %.1f / %.1f MB | %s / %s |",
+        l, pc, pt, pm / 1024, bc, bt, bm / 1024, (bt > 0 ? pt / bt : 0), (pm > 0 ? bm / pm : 0),
+        pb / 1e6, bb / 1e6, pr, br }')")
+  echo "${rows[-1]}" >&2
+}
+
+B="$bpfprof"
+# bpfprof reads the host's kallsyms only when asked: perf's files have no
+# snapshot, so their kernel frames stay [unknown] (less work than perf, which
+# reads the host's). BPFPROF_BENCH_KALLSYMS="--kallsyms /proc/kallsyms" gives
+# bpfprof the same symbols, once that flag exists.
+K=${BPFPROF_BENCH_KALLSYMS-}
+for kind in bpfprof perf; do
+  if [[ $kind == bpfprof ]]; then big=$big_b tiny=$tiny_b k=""; else big=$big_p tiny=$tiny_p k=$K; fi
+  row "callers tree ($kind file)" "$big" "perf report -i FILE --stdio" "$B report -i FILE -g $k"
+  row "flat ($kind file)" "$big" "perf report -i FILE --stdio --no-children --sort sym -g none" "$B report -i FILE $k"
+  row "script ($kind file)" "$big" "perf script -i FILE -G" "$B script -i FILE $k"
+  row "1 s at 99 Hz ($kind file)" "$tiny" "perf report -i FILE --stdio" "$B report -i FILE $k"
+done
+
+floor() {  # the page-cache read of a file: cat to /dev/null, median of runs
+  local f=$1 ts=()
+  for ((i = 0; i < runs; i++)); do
+    /usr/bin/time -f '%e' -o "$work/t" cat "$f" >/dev/null
+    ts+=("$(cat "$work/t")")
+  done
+  printf '%s\n' "${ts[@]}" | median
+}
+
+section=$(
+  echo "### User benchmark: \`bench/user_bench.sh $runs $secs\` at $commit ($(date -u +%Y-%m-%d), load $(cut -d' ' -f1-3 /proc/loadavg))"
+  echo
+  echo "Recordings (the workload's long-running BPF program, \`bpfprof-workload --hold\`, recorded"
+  echo "system-wide with \`-a -g -e cpu-clock\`): bpfprof's $secs s at 20 kHz $(samples "$big_b") samples,"
+  echo "$(($(stat -c %s "$big_b") / 1000000)) MB; perf's $(samples "$big_p") samples, $(($(stat -c %s "$big_p") / 1000000)) MB;"
+  echo "1 s at 99 Hz: bpfprof's $(samples "$tiny_b") samples, $(($(stat -c %s "$tiny_b") / 1000)) kB;"
+  echo "perf's $(samples "$tiny_p") samples, $(($(stat -c %s "$tiny_p") / 1000)) kB. $runs paired runs per row,"
+  echo "alternating which tool goes first; wall time and peak RSS are medians; output to a pipe"
+  echo "counted by \`wc -c\`. \`f\` is the file. Page-cache read of the big files (\`cat f >/dev/null\`):"
+  echo "bpfprof's $(floor "$big_b") s, perf's $(floor "$big_p") s."
+  echo
+  echo "| mode | perf command | perf | bpfprof command | bpfprof | speed | memory (bpfprof / perf) | output perf / bpfprof | runs, s (perf / bpfprof) |"
+  echo "|---|---|---|---|---|---|---|---|---|"
+  printf '%s\n' "${rows[@]}"
+)
+echo "$section"
+if ((write)); then
+  python3 - "$section" <<'EOF'
+import sys
+path = "bench/RESULTS.md"
+begin, end = "<!-- user-bench begin -->", "<!-- user-bench end -->"
+text = open(path).read()
+block = begin + "\n" + sys.argv[1] + "\n" + end
+if begin in text:
+    text = text[:text.index(begin)] + block + text[text.index(end) + len(end):]
+else:
+    text = text.replace("## bpfprof report / script vs perf report / perf script\n",
+                        "## bpfprof report / script vs perf report / perf script\n\n" + block + "\n", 1)
+open(path, "w").write(text)
+EOF
+fi
