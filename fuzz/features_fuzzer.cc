@@ -7,6 +7,7 @@
 
 #include "fuzz/fuzz_util.h"
 #include "perfdata/file_format.h"
+#include "perfdata/kallsyms_table.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace bpfprof;
@@ -29,8 +30,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       break;
     }
     case 2: {
-      auto k = perfdata::decode_kallsyms(payload, 64);
-      if (k.ok()) fuzz::keep(k->size());
+      // Version 2 is searched in place: every lookup must stay in bounds.
+      auto k = perfdata::KallsymsTable::open(payload, 64);
+      if (k.ok()) {
+        for (size_t i = 0; i < k->size(); ++i) {
+          fuzz::keep(k->floor(k->addr(i)) + k->name(i).size());
+          if (k->module(i) != 0) fuzz::keep(k->module_dso(k->module(i)).size());
+        }
+      }
       break;
     }
     default: {
