@@ -6,6 +6,7 @@
 # records, and file sizes, as ratios from one run.
 #
 #   bench/record_overhead.sh [seconds] [freq] [loads-per-second]
+# BPFPROF_FLAGS: extra flags for bpfprof record (e.g. "--enrich user").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 secs=${1:-10}
@@ -45,7 +46,7 @@ start_workload perf
 read -r pu ps pm < <(measure perf perf record -a -g -F "$freq" -e cpu-clock -o "$work/perf.data" -- sleep "$secs")
 wait "$wl"
 start_workload bpfprof
-read -r bu bs bm < <(measure bpfprof "$bin/bpfprof" record -a -g -F "$freq" -e cpu-clock -q -o "$work/bpfprof.data" -- sleep "$secs")
+read -r bu bs bm < <(measure bpfprof "$bin/bpfprof" record -a -g -F "$freq" -e cpu-clock -q ${BPFPROF_FLAGS:-} -o "$work/bpfprof.data" -- sleep "$secs")
 wait "$wl"
 
 ps_n=$(count_samples "$work/perf.data")

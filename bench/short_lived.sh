@@ -3,13 +3,14 @@
 # addresses, line info, BTF) a recording stores, by lifetime, for bpfprof and
 # for Linux perf on the same workload (run by hand, as root; not a test).
 # bpfprof-workload loads and unloads programs of 100 us, 400 us, 1 ms and
-# 10 ms on two threads while a long-lived burner runs on a third, so both
+# 10 ms (BPFPROF_LIFETIMES: another list, e.g. 1us,10us,100us) on two threads while a long-lived burner runs on a third, so both
 # CPUs of a 2-core machine stay busy; bpfprof-stored-info reads each file
 # (ours and perf's alike) against the workload's truth.
 #
 #   bench/short_lived.sh [runs] [programs-per-class] [recorders]
 # recorders: space-separated, from
-#   bpfprof        the default: a SCHED_FIFO enricher thread pinned on each CPU
+#   bpfprof        the default: the in-kernel capture at load
+#   bpfprof-user   --enrich user: a SCHED_FIFO enricher thread pinned on each CPU
 #   bpfprof-one    one SCHED_FIFO enricher thread, unpinned
 #   bpfprof-nice   a thread per CPU at SCHED_OTHER nice -20 (where FIFO is refused)
 #   bpfprof-other  one SCHED_OTHER thread: how the enricher ran before
@@ -25,16 +26,19 @@ bin="$build/bin"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-workload=("$bin/bpfprof-workload" --programs "$((4 * per_class))" --lifetime 100us,400us,1ms,10ms
+lifetimes=${BPFPROF_LIFETIMES:-100us,400us,1ms,10ms}
+classes=$(awk -F, '{print NF}' <<<"$lifetimes")
+workload=("$bin/bpfprof-workload" --programs "$((classes * per_class))" --lifetime "$lifetimes"
           --subprog-programs 0 --long-lived 500ms --threads 2 --quiet)
 
 record() {  # recorder, output, truth
   local out=$2 truth=$3
   case $1 in
     bpfprof) "$bin/bpfprof" record -a -g -F 999 -q -o "$out" -- "${workload[@]}" --truth "$truth" ;;
-    bpfprof-one) "$bin/bpfprof" record -a -g -F 999 -q --enricher-threads one -o "$out" -- "${workload[@]}" --truth "$truth" ;;
-    bpfprof-nice) "$bin/bpfprof" record -a -g -F 999 -q --enricher-sched nice -o "$out" -- "${workload[@]}" --truth "$truth" ;;
-    bpfprof-other) "$bin/bpfprof" record -a -g -F 999 -q --enricher-threads one --enricher-sched other -o "$out" -- "${workload[@]}" --truth "$truth" ;;
+    bpfprof-user) "$bin/bpfprof" record -a -g -F 999 -q --enrich user -o "$out" -- "${workload[@]}" --truth "$truth" ;;
+    bpfprof-one) "$bin/bpfprof" record -a -g -F 999 -q --enrich user --enricher-threads one -o "$out" -- "${workload[@]}" --truth "$truth" ;;
+    bpfprof-nice) "$bin/bpfprof" record -a -g -F 999 -q --enrich user --enricher-sched nice -o "$out" -- "${workload[@]}" --truth "$truth" ;;
+    bpfprof-other) "$bin/bpfprof" record -a -g -F 999 -q --enrich user --enricher-threads one --enricher-sched other -o "$out" -- "${workload[@]}" --truth "$truth" ;;
     perf) perf record -a -g -F 999 -q -o "$out" -- "${workload[@]}" --truth "$truth" >/dev/null 2>&1 ;;
     *) echo "unknown recorder $1" >&2; exit 2 ;;
   esac

@@ -25,14 +25,22 @@ void add_enrichment(const perfdata::Features& f, ReportData& data) {
     const perfdata::EnrichmentSection& e = *f.enrichment;
     EnrichmentSummary s;
     s.path = e.path == perfdata::EnrichmentPath::kInKernel
-                 ? "in-kernel copy on unload"
+                 ? "in-kernel capture at load"
                  : fmt::format("user-space enricher ({}{})", perfdata::sched_name(e.sched),
                                e.pinned    ? ", a thread per CPU"
                                : e.threads ? fmt::format(", {} thread{}", e.threads,
                                                          e.threads == 1 ? "" : "s")
                                            : std::string());
     s.in_kernel_errno = e.in_kernel_errno;
-    s.in_kernel = in_kernel_text(e.in_kernel_errno);
+    s.v1 = e.version < 2;
+    s.in_kernel = s.v1                                            ? in_kernel_text(e.in_kernel_errno)
+                  : e.path == perfdata::EnrichmentPath::kInKernel ? "used"
+                                                                  : "not used: " + e.capture_refused;
+    s.captured = e.count(Entry::kCaptured);
+    s.enriched_by_id = std::count_if(e.programs.begin(), e.programs.end(), [](const Entry& p) {
+      return p.has(Entry::kById) && p.has(Entry::kStored);
+    });
+    s.capture_lost = e.capture_lost;
     s.programs = e.programs.size();
     s.stored = e.count(Entry::kStored);
     s.gone = e.count(Entry::kGone);

@@ -52,13 +52,19 @@ struct ProgramRow {
 // How the recorder enriched BPF programs (bpfprof's feature 251), and
 // whether it recorded run statistics (252).
 struct EnrichmentSummary {
-  std::string path;       // "user-space enricher (SCHED_FIFO)"
-  std::string in_kernel;  // the in-kernel path's probe: "refused (EPERM)", "allowed (not used)", ...
+  std::string path;       // "in-kernel capture at load", "user-space enricher (SCHED_FIFO)"
+  // The in-kernel capture: "used", "not used: <why>"; in files of version 1 the
+  // answer of a probe never used: "refused (EPERM)", "allowed (not used)", ...
+  std::string in_kernel;
   int in_kernel_errno = -1;
   uint64_t programs = 0;  // synthesized + loaded during the recording
   uint64_t stored = 0;    // with BPF_PROG_INFO
   uint64_t gone = 0;      // unloaded before the enricher took a reference
   uint64_t lost = 0;      // LOST records in the enricher's rings
+  uint64_t captured = 0;      // captured in the kernel at load
+  uint64_t enriched_by_id = 0;  // with capture active, enriched by id (and stored)
+  uint64_t capture_lost = 0;  // capture records its ring could not take
+  bool v1 = false;            // the file's section 251 is version 1
   uint64_t median_hold_ns = 0, max_hold_ns = 0;  // references held (delayed unloads)
   bool bpf_stats = false;
   uint64_t stats_poll_ns = 0;  // how often live programs' statistics were read

@@ -45,6 +45,14 @@ CLI::App* add_record_command(CLI::App& app, RecordFlags& f) {
   rec->add_flag("--bpf-stats", f.bpf_stats,
                 "Turn on the kernel's BPF run statistics (about 20 ns per program run) and store "
                 "each program's run count and run time");
+  rec->add_option("--enrich", f.enrich,
+                  "How programs loaded while recording are enriched: in-kernel (captured at load, "
+                  "the default; falls back to user where the kernel refuses) or user (a thread "
+                  "per CPU woken on every load takes a reference by id)")
+      ->check(CLI::IsMember({"in-kernel", "user"}));
+  // Not in --help: a tiny capture ring tests the fallback of a full one.
+  rec->add_option("--capture-ring-bytes", f.capture_ring_bytes, "power of two, >= 4096")
+      ->group("");
   // Not in --help: they exist to measure what the enricher's defaults buy.
   rec->add_option("--enricher-sched", f.enricher_sched, "fifo, nice or other")
       ->check(CLI::IsMember({"fifo", "nice", "other"}))
@@ -84,6 +92,8 @@ Result<record::RecordOptions> to_options(const RecordFlags& f, const std::vector
                      : f.enricher_sched == "nice" ? perfdata::EnricherSched::kOtherNice
                                                   : perfdata::EnricherSched::kFifo;
   o.enricher_per_cpu = f.enricher_threads != "one";
+  o.enrich = f.enrich == "user" ? record::EnrichMode::kUser : record::EnrichMode::kInKernel;
+  o.capture_ring_bytes = f.capture_ring_bytes;
   if (app) o.command = app->remaining();
   if (!o.command.empty() && !f.command.empty()) {
     return make_error(Errc::kInvalidArgument,

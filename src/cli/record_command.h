@@ -31,6 +31,8 @@ struct RecordFlags {
   bool bpf_stats = false;
   std::string enricher_sched = "fifo";  // hidden: fifo | nice | other (measurements)
   std::string enricher_threads = "per-cpu";  // hidden: per-cpu | one
+  std::string enrich = "in-kernel";  // in-kernel | user
+  uint32_t capture_ring_bytes = record::kDefaultCaptureRingBytes;  // hidden: tests a full ring
   std::vector<std::string> command;  // what followed "--" (see split_at_dash_dash)
   CLI::App* app = nullptr;  // the subcommand, to ask which flags were given
 };

@@ -49,6 +49,9 @@ class RingBuffer {
   // ring is left unconsumed from that record on). Returns the bytes consumed.
   template <class Fn>
   Result<size_t> for_each_record(Fn&& fn);
+  // The same without consuming: the records stay for whoever copies them.
+  template <class Fn>
+  Result<size_t> peek_each_record(Fn&& fn);
 
   size_t data_size() const { return data_size_; }
 
@@ -66,21 +69,28 @@ class RingBuffer {
 };
 
 template <class Fn>
-Result<size_t> RingBuffer::for_each_record(Fn&& fn) {
+Result<size_t> RingBuffer::peek_each_record(Fn&& fn) {
   Chunk c = peek();
   size_t off = 0;
   const size_t total = c.size();
   while (off < total) {
     auto r = record_in(c, off);
-    if (!r.ok()) {
-      consume(off);
-      return std::move(r).error();
-    }
+    if (!r.ok()) return std::move(r).error();
     fn(*r);
     off += r->header.size;
   }
-  consume(off);
   return off;
+}
+
+template <class Fn>
+Result<size_t> RingBuffer::for_each_record(Fn&& fn) {
+  size_t off = 0;
+  auto walked = peek_each_record([&](const RecordView& r) {
+    fn(r);
+    off += r.header.size;
+  });
+  consume(off);
+  return walked;
 }
 
 }  // namespace bpfprof::perf

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // Features 251 (enrichment) and 252 (run statistics). Layouts, all
 // little-endian like the rest of the file:
-//   251: u32 version (1), u32 entry_size (32), u32 path, u32 sched,
-//        i32 in_kernel_errno, u16 threads, u16 pinned, u64 lost, u64 errors, u32 count, u32 0,
+//   251: u32 version (2), u32 entry_size (32), u32 path, u32 sched,
+//        i32 in_kernel_errno, u16 threads, u16 pinned, u64 lost, u64 errors,
+//        [version 2: u64 capture_lost, u32 refused_len, u32 0, refused_len bytes
+//         of text padded to 8,] u32 count, u32 0,
 //        count x {u32 id, u32 flags, u64 load_ns, u64 acquired_ns, u64 hold_ns}
 //   252: u32 version (1), u32 entry_size (56), u64 poll_interval_ns,
 //        u64 enabled_ns, u64 disabled_ns, u32 count, u32 0,
@@ -17,16 +19,21 @@
 namespace bpfprof::perfdata {
 namespace {
 
-constexpr uint32_t kVersion = 1;
+constexpr uint32_t kVersion = 1;  // of section 252
+constexpr uint32_t kEnrichmentVersion = 2;
+constexpr uint32_t kMaxRefusedLen = 4096;
 constexpr uint32_t kEnrichmentEntry = 32;
 constexpr uint32_t kRunStatsEntry = 56;
 
-Result<uint32_t> read_header(ByteCursor& c, const char* name, uint32_t min_entry) {
+Result<uint32_t> read_header(ByteCursor& c, const char* name, uint32_t min_entry,
+                             uint32_t max_version, uint32_t* version_out = nullptr) {
   BPFPROF_ASSIGN_OR_RETURN(uint32_t version, c.u32(std::string(name) + " version"));
-  if (version != kVersion) {
+  if (version < 1 || version > max_version) {
     return make_error_at(Errc::kUnsupported, c.absolute_pos() - 4,
-                         std::string(name) + " version " + std::to_string(version) + " (we read 1)");
+                         std::string(name) + " version " + std::to_string(version) +
+                             " (we read 1 to " + std::to_string(max_version) + ")");
   }
+  if (version_out) *version_out = version;
   BPFPROF_ASSIGN_OR_RETURN(uint32_t entry_size, c.u32(std::string(name) + " entry_size"));
   if (entry_size < min_entry) {
     return make_error_at(Errc::kBadRecord, c.absolute_pos() - 4,
@@ -83,7 +90,7 @@ const char* sched_name(EnricherSched s) {
 
 std::vector<std::byte> encode_enrichment(const EnrichmentSection& s) {
   std::vector<std::byte> out;
-  append_pod(out, kVersion);
+  append_pod(out, kEnrichmentVersion);
   append_pod(out, kEnrichmentEntry);
   append_pod(out, static_cast<uint32_t>(s.path));
   append_pod(out, static_cast<uint32_t>(s.sched));
@@ -92,6 +99,12 @@ std::vector<std::byte> encode_enrichment(const EnrichmentSection& s) {
   append_pod(out, static_cast<uint16_t>(s.pinned ? 1 : 0));
   append_pod(out, s.lost);
   append_pod(out, s.errors);
+  append_pod(out, s.capture_lost);
+  const std::string refused = s.capture_refused.substr(0, kMaxRefusedLen);
+  append_pod(out, static_cast<uint32_t>(refused.size()));
+  append_pod(out, uint32_t{0});
+  for (char ch : refused) out.push_back(static_cast<std::byte>(ch));
+  out.resize((out.size() + 7) & ~size_t{7});
   append_pod(out, static_cast<uint32_t>(s.programs.size()));
   append_pod(out, uint32_t{0});
   for (const EnrichedProgramEntry& p : s.programs) {
@@ -106,8 +119,9 @@ std::vector<std::byte> encode_enrichment(const EnrichmentSection& s) {
 
 Result<EnrichmentSection> decode_enrichment(Bytes section, uint64_t base_offset) {
   ByteCursor c(section, base_offset);
-  BPFPROF_ASSIGN_OR_RETURN(uint32_t entry_size, read_header(c, "ENRICHMENT", kEnrichmentEntry));
   EnrichmentSection s;
+  BPFPROF_ASSIGN_OR_RETURN(uint32_t entry_size, read_header(c, "ENRICHMENT", kEnrichmentEntry,
+                                                            kEnrichmentVersion, &s.version));
   BPFPROF_ASSIGN_OR_RETURN(uint32_t path, c.u32("ENRICHMENT path"));
   BPFPROF_ASSIGN_OR_RETURN(uint32_t sched, c.u32("ENRICHMENT sched"));
   if (path > 1 || sched > 2) {
@@ -122,6 +136,18 @@ Result<EnrichmentSection> decode_enrichment(Bytes section, uint64_t base_offset)
   s.pinned = pinned != 0;
   BPFPROF_ASSIGN_OR_RETURN(s.lost, c.u64("ENRICHMENT lost"));
   BPFPROF_ASSIGN_OR_RETURN(s.errors, c.u64("ENRICHMENT errors"));
+  if (s.version >= 2) {
+    BPFPROF_ASSIGN_OR_RETURN(s.capture_lost, c.u64("ENRICHMENT capture_lost"));
+    BPFPROF_ASSIGN_OR_RETURN(uint32_t len, c.u32("ENRICHMENT refused_len"));
+    BPFPROF_TRY(c.skip(4, "ENRICHMENT padding"));
+    if (len > kMaxRefusedLen) {
+      return make_error_at(Errc::kBadRecord, c.absolute_pos() - 8,
+                           "ENRICHMENT refused_len " + std::to_string(len) + " above " +
+                               std::to_string(kMaxRefusedLen));
+    }
+    BPFPROF_ASSIGN_OR_RETURN(Bytes text, c.bytes((len + 7) & ~uint32_t{7}, "ENRICHMENT refused"));
+    s.capture_refused.assign(reinterpret_cast<const char*>(text.data()), len);
+  }
   BPFPROF_ASSIGN_OR_RETURN(uint32_t count, read_count(c, "ENRICHMENT", entry_size));
   s.programs.resize(count);
   for (EnrichedProgramEntry& p : s.programs) {
@@ -158,7 +184,7 @@ std::vector<std::byte> encode_run_stats(const RunStatsSection& s) {
 
 Result<RunStatsSection> decode_run_stats(Bytes section, uint64_t base_offset) {
   ByteCursor c(section, base_offset);
-  BPFPROF_ASSIGN_OR_RETURN(uint32_t entry_size, read_header(c, "RUN_STATS", kRunStatsEntry));
+  BPFPROF_ASSIGN_OR_RETURN(uint32_t entry_size, read_header(c, "RUN_STATS", kRunStatsEntry, kVersion));
   RunStatsSection s;
   BPFPROF_ASSIGN_OR_RETURN(s.poll_interval_ns, c.u64("RUN_STATS poll_interval_ns"));
   BPFPROF_ASSIGN_OR_RETURN(s.enabled_ns, c.u64("RUN_STATS enabled_ns"));

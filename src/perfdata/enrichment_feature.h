@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "base/byte_cursor.h"
@@ -22,7 +23,7 @@ enum class EnricherSched : uint32_t {
 };
 enum class EnrichmentPath : uint32_t {
   kUserSpace = 0,  // a thread woken on BPF_EVENT takes a reference by id
-  kInKernel = 1,   // a BPF program of ours on the unload path (not implemented)
+  kInKernel = 1,   // captured in the kernel at BPF_PROG_LOAD exit (record/capture.h)
 };
 
 // One program the recording knows: synthesized at start or loaded during it.
@@ -30,6 +31,8 @@ struct EnrichedProgramEntry {
   static constexpr uint32_t kSynthesized = 1;  // loaded before recording began
   static constexpr uint32_t kStored = 2;       // BPF_PROG_INFO holds it
   static constexpr uint32_t kGone = 4;         // unloaded before a reference was taken
+  static constexpr uint32_t kCaptured = 8;     // captured in the kernel at load
+  static constexpr uint32_t kById = 16;        // capture active, but enriched by id
   uint32_t id = 0;
   uint32_t flags = 0;
   uint64_t load_ns = 0;      // the PROG_LOAD's time (0: synthesized)
@@ -41,13 +44,18 @@ struct EnrichedProgramEntry {
 struct EnrichmentSection {
   EnrichmentPath path = EnrichmentPath::kUserSpace;
   EnricherSched sched = EnricherSched::kOther;
-  // The probe for the in-kernel path (a tracing program on the unload path):
-  // 0 the kernel allows it, an errno where it refused, -1 not tried.
+  // The in-kernel capture: 0 it ran, an errno where it could not, -1 not
+  // tried (--enrich=user). In version 1 files: the answer of a probe for a
+  // tracing program on the unload path, never used.
   int32_t in_kernel_errno = -1;
   uint16_t threads = 0;  // enricher threads (0: not recorded)
   bool pinned = false;   // one per CPU, each bound to its CPU
   uint64_t lost = 0;    // LOST records in the enricher's own rings
   uint64_t errors = 0;  // info reads that failed other than "gone"
+  // Version 2 on (version 1 files: 0, "", and `version` 1).
+  uint64_t capture_lost = 0;    // capture records the BPF ring could not take
+  std::string capture_refused;  // one line: why the capture did not run ("" when it did)
+  uint32_t version = 2;         // as read (what is written is always the latest)
   std::vector<EnrichedProgramEntry> programs;
   size_t count(uint32_t flag) const;
 };

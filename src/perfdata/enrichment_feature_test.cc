@@ -19,6 +19,8 @@ EnrichmentSection sample_enrichment() {
   s.pinned = true;
   s.lost = 3;
   s.errors = 2;
+  s.capture_lost = 4;
+  s.capture_refused = "opening the tracepoint: Operation not permitted";
   s.programs.push_back({7, EnrichedProgramEntry::kSynthesized | EnrichedProgramEntry::kStored, 0, 0, 0});
   s.programs.push_back({8, EnrichedProgramEntry::kStored, 1000, 1040, 30});
   s.programs.push_back({9, EnrichedProgramEntry::kGone, 2000, 2100, 0});
@@ -58,6 +60,9 @@ TEST(EnrichmentFeatureTest, RoundTripThroughTheFeatureTable) {
   EXPECT_TRUE(e.pinned);
   EXPECT_EQ(e.lost, 3u);
   EXPECT_EQ(e.errors, 2u);
+  EXPECT_EQ(e.version, 2u);
+  EXPECT_EQ(e.capture_lost, 4u);
+  EXPECT_EQ(e.capture_refused, "opening the tracepoint: Operation not permitted");
   ASSERT_EQ(e.programs.size(), 3u);
   EXPECT_EQ(e.programs[1].id, 8u);
   EXPECT_EQ(e.programs[1].acquired_ns, 1040u);
@@ -81,7 +86,8 @@ TEST(EnrichmentFeatureTest, AcceptsLargerEntriesFromANewerWriter) {
   EnrichmentSection s = sample_enrichment();
   std::vector<std::byte> bytes = encode_enrichment(s);
   // Rebuild with 8 unknown bytes after every 32-byte entry and entry_size 40.
-  constexpr size_t kHeader = 48;
+  // The header: 48 bytes of version 1, 16 of version 2, the text padded to 8.
+  const size_t kHeader = 64 + ((s.capture_refused.size() + 7) & ~size_t{7});
   std::vector<std::byte> wide(bytes.begin(), bytes.begin() + kHeader);
   const uint32_t entry = 40;
   std::memcpy(wide.data() + 4, &entry, 4);
@@ -94,6 +100,33 @@ TEST(EnrichmentFeatureTest, AcceptsLargerEntriesFromANewerWriter) {
   ASSERT_EQ(back->programs.size(), 3u);
   EXPECT_EQ(back->programs[2].id, 9u);
   EXPECT_EQ(back->programs[2].acquired_ns, 2100u);
+}
+
+// Files of version 1 (before the in-kernel capture) still read: the same
+// layout without capture_lost and the refusal text.
+TEST(EnrichmentFeatureTest, ReadsVersionOne) {
+  EnrichmentSection s = sample_enrichment();
+  std::vector<std::byte> bytes = encode_enrichment(s);
+  const size_t v2_extra = 16 + ((s.capture_refused.size() + 7) & ~size_t{7});
+  std::vector<std::byte> v1(bytes.begin(), bytes.begin() + 40);
+  v1.insert(v1.end(), bytes.begin() + 40 + static_cast<long>(v2_extra), bytes.end());
+  const uint32_t one = 1;
+  std::memcpy(v1.data(), &one, 4);
+  auto back = decode_enrichment(v1, 0);
+  ASSERT_TRUE(back.ok()) << back.error().to_string();
+  EXPECT_EQ(back->version, 1u);
+  EXPECT_EQ(back->capture_lost, 0u);
+  EXPECT_EQ(back->capture_refused, "");
+  EXPECT_EQ(back->errors, 2u);
+  ASSERT_EQ(back->programs.size(), 3u);
+  EXPECT_EQ(back->programs[2].acquired_ns, 2100u);
+  // A refusal text longer than any writer makes is refused with its offset.
+  std::vector<std::byte> hostile = bytes;
+  const uint32_t huge = 1u << 20;
+  std::memcpy(hostile.data() + 48, &huge, 4);
+  auto bad = decode_enrichment(hostile, 0x200);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().offset, 0x200u + 48);
 }
 
 TEST(EnrichmentFeatureTest, RejectsHostileHeaders) {

@@ -227,10 +227,21 @@ Result<std::unique_ptr<Capture>> Capture::start(const CaptureConfig& config) {
     return failed("opening the capture object", err);
   }
   bpf_map* events = bpf_object__find_map_by_name(s.object, "events");
+  bpf_map* missed = bpf_object__find_map_by_name(s.object, "missed");
   bpf_map* counters = bpf_object__find_map_by_name(s.object, "counters");
-  if (!events || !counters) return make_error(Errc::kInternal, "capture object without its maps");
+  bpf_map* rodata = bpf_object__find_map_by_name(s.object, ".rodata");
+  size_t rodata_size = 0;
+  if (rodata) (void)bpf_map__initial_value(rodata, &rodata_size);
+  if (!events || !missed || !counters || rodata_size != sizeof(uint64_t)) {
+    return make_error(Errc::kInternal, "capture object without its maps");
+  }
   if (int rc = bpf_map__set_max_entries(events, config.ring_bytes); rc < 0) {
     return failed("sizing the capture ring", -rc);
+  }
+  // A program's last record wakes us only from half a ring on.
+  const uint64_t half = config.ring_bytes / 2;
+  if (int rc = bpf_map__set_initial_value(rodata, &half, sizeof half); rc < 0) {
+    return failed("setting the capture's wake-up mark", -rc);
   }
   if (int rc = bpf_object__load(s.object); rc < 0) {
     return failed("loading the capture programs", -rc);
@@ -261,6 +272,9 @@ Result<std::unique_ptr<Capture>> Capture::start(const CaptureConfig& config) {
   }
   s.ring = ring_buffer__new(bpf_map__fd(events), ring_callback, c.get(), nullptr);
   if (!s.ring) return failed("mapping the capture ring", errno);
+  if (int rc = ring_buffer__add(s.ring, bpf_map__fd(missed), ring_callback, c.get()); rc < 0) {
+    return failed("mapping the capture's missed ring", -rc);
+  }
   return c;
 }
 
@@ -307,6 +321,10 @@ int Capture::on_record(std::span<const std::byte> rec) {
       *received += c.len;
       return 0;
     }
+    case CAPTURE_MISSED:
+      missed_++;
+      if (!captured_.count(h.id)) incomplete_.insert(h.id);
+      return 0;
     case CAPTURE_PROG: {
       capture_prog p{};
       if (!read_pod(rec, p)) break;
@@ -327,6 +345,7 @@ int Capture::on_record(std::span<const std::byte> rec) {
         return 0;
       }
       infos_.insert_or_assign(p.hdr.id, assemble_prog_info(p, part.funcs, part.arrays));
+      captured_.insert(p.hdr.id);
       incomplete_.erase(p.hdr.id);
       return 0;
     }
@@ -336,6 +355,8 @@ int Capture::on_record(std::span<const std::byte> rec) {
   bad_records_++;
   return 0;
 }
+
+int Capture::wake_fd() const { return state_->ring ? ring_buffer__epoll_fd(state_->ring) : -1; }
 
 Status Capture::consume() {
   if (!state_->ring) return ok_status();

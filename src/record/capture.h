@@ -21,10 +21,9 @@
 
 #include "base/error.h"
 #include "bpf/prog_info.h"
+#include "record/options.h"
 
 namespace bpfprof::record {
-
-inline constexpr uint32_t kDefaultCaptureRingBytes = 4u << 20;
 
 struct CaptureConfig {
   // The BPF ring's size: a power of two, at least a page.
@@ -62,8 +61,9 @@ class Capture {
   // Detaches the programs and consumes what they wrote. Idempotent.
   void stop();
 
-  bool captured(uint32_t id) const { return infos_.count(id) != 0; }
+  bool captured(uint32_t id) const { return captured_.count(id) != 0; }
   // Programs whose capture did not fit the ring: to be enriched by id.
+  // (infos() may also hold programs a caller enriched by id.)
   const std::set<uint32_t>& incomplete() const { return incomplete_; }
   std::map<uint32_t, bpf::ProgInfo>& infos() { return infos_; }
   std::map<uint32_t, bpf::BtfBlob>& btfs() { return btfs_; }
@@ -71,6 +71,11 @@ class Capture {
   CaptureCounters counters() const;
   // Records that did not parse (a bug, never expected).
   uint64_t bad_records() const { return bad_records_; }
+  // Programs the kernel side reported as not captured whole.
+  uint64_t missed() const { return missed_; }
+  // Readable when the capture wants a drain now: a program did not fit, or
+  // the ring is half full. Nothing else wakes it. -1 after stop().
+  int wake_fd() const;
 
   // The ring's record handler (public for libbpf's C callback).
   int on_record(std::span<const std::byte> rec);
@@ -82,7 +87,9 @@ class Capture {
   std::map<uint32_t, bpf::ProgInfo> infos_;
   std::map<uint32_t, bpf::BtfBlob> btfs_;
   std::set<uint32_t> incomplete_;
+  std::set<uint32_t> captured_;
   uint64_t bad_records_ = 0;
+  uint64_t missed_ = 0;
   CaptureCounters final_counters_;
   bool stopped_ = false;
 };

@@ -13,7 +13,7 @@ namespace bpfprof::record {
 namespace {
 
 // epoll user data: small tags for the control fds, ring fds get kRing.
-enum Tag : uint64_t { kRing = 0, kSignal, kProgress, kDuration, kWorkload, kTarget };
+enum Tag : uint64_t { kRing = 0, kSignal, kProgress, kDuration, kWorkload, kTarget, kWake };
 
 Result<UniqueFd> make_timer(std::chrono::nanoseconds first, std::chrono::nanoseconds interval) {
   UniqueFd fd(::timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK));
@@ -65,11 +65,13 @@ Status DrainLoop::pass() {
     copied += *n;
   }
   for (CpuRing& r : events_.sideband_rings()) {
+    if (hooks_.before_sideband_copy) hooks_.before_sideband_copy(r.ring);
     auto n = copier_.copy(r.ring, true, output_);
     if (!n.ok()) return std::move(n).error();
     copied += *n;
   }
   if (copied) BPFPROF_TRY(finish_round_());
+  if (hooks_.after_pass) BPFPROF_TRY(hooks_.after_pass());
   return ok_status();
 }
 
@@ -82,6 +84,7 @@ Result<StopReason> DrainLoop::run(const DrainConfig& config) {
   if (config.signal_fd >= 0) BPFPROF_TRY(watch(ep.get(), config.signal_fd, kSignal));
   if (config.workload_pidfd >= 0) BPFPROF_TRY(watch(ep.get(), config.workload_pidfd, kWorkload));
   if (config.target_pidfd >= 0) BPFPROF_TRY(watch(ep.get(), config.target_pidfd, kTarget));
+  if (hooks_.wake_fd >= 0) BPFPROF_TRY(watch(ep.get(), hooks_.wake_fd, kWake));
   // The progress timer also bounds how long side-band records wait in a ring.
   BPFPROF_ASSIGN_OR_RETURN(UniqueFd progress_timer,
                            make_timer(config.progress_interval, config.progress_interval));

@@ -37,12 +37,20 @@ struct DrainConfig {
   std::function<void(const Progress&)> progress;  // may be empty
 };
 
+// What else a pass does, for enrichment that rides on the drain cadence.
+struct PassHooks {
+  std::function<void(perf::RingBuffer&)> before_sideband_copy;  // sees records, consumes none
+  std::function<Status()> after_pass;
+  int wake_fd = -1;  // also ends the wait for a pass (-1: none)
+};
+
 class DrainLoop {
  public:
   // `finish_round` is called after a pass that wrote something.
   DrainLoop(EventSet& events, const perf::SampleLayout& layout, RecordOutput output,
             std::function<Status()> finish_round);
 
+  void set_hooks(PassHooks hooks) { hooks_ = std::move(hooks); }
   // Runs until a stop condition; an output error ends it with that error.
   Result<StopReason> run(const DrainConfig& config);
   // One pass over every ring (also the final drain after the events are disabled).
@@ -56,6 +64,7 @@ class DrainLoop {
   RingCopier copier_;
   RecordOutput output_;
   std::function<Status()> finish_round_;
+  PassHooks hooks_;
   int stop_signal_ = 0;
 };
 

@@ -35,6 +35,15 @@ size_t EnrichmentStats::enriched() const {
   return std::count_if(programs.begin(), programs.end(), [](const auto& p) { return p.enriched; });
 }
 
+size_t EnrichmentStats::captured() const {
+  return std::count_if(programs.begin(), programs.end(), [](const auto& p) { return p.captured; });
+}
+
+size_t EnrichmentStats::by_id() const {
+  return std::count_if(programs.begin(), programs.end(),
+                       [](const auto& p) { return p.by_id && p.enriched; });
+}
+
 namespace {
 
 std::vector<uint64_t> hold_times(const std::vector<EnrichedProgram>& programs) {
@@ -230,13 +239,18 @@ Result<std::unique_ptr<Enricher>> Enricher::start(const EnricherConfig& config) 
   const perf_event_attr attr = perf::make_sideband_attr(sb, config.sample_type);
   BPFPROF_ASSIGN_OR_RETURN(perf::SampleLayout layout, perf::SampleLayout::from_attr(attr));
   std::vector<uint64_t> ids;
-  BPFPROF_ASSIGN_OR_RETURN(std::vector<CpuRing> rings,
-                           open_per_cpu(attr, -1, config.cpus, config.pages, ids));
-  for (CpuRing& r : rings) BPFPROF_TRY(perf::enable_event(r.fd.get()));
+  std::vector<CpuRing> rings;
+  if (config.watch_loads) {
+    BPFPROF_ASSIGN_OR_RETURN(rings, open_per_cpu(attr, -1, config.cpus, config.pages, ids));
+    for (CpuRing& r : rings) BPFPROF_TRY(perf::enable_event(r.fd.get()));
+  }
 
   e->stop_fd_.reset(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
   if (!e->stop_fd_.valid()) return make_sys_error("eventfd", errno);
-  const size_t n_workers = config.per_cpu ? rings.size() : 1;
+  // Without rings, only a poller of run statistics (if asked for).
+  const size_t n_workers = !config.watch_loads ? (config.run_stats ? 1 : 0)
+                           : config.per_cpu    ? rings.size()
+                                               : 1;
   for (size_t i = 0; i < n_workers; i++) {
     auto w = std::make_unique<Worker>();
     w->layout = layout;
@@ -306,13 +320,15 @@ void Enricher::stop() {
 
 perfdata::EnrichmentSection enrichment_section(const EnrichmentStats& stats,
                                                const std::vector<uint32_t>& synthesized,
-                                               const std::set<uint32_t>& stored,
-                                               int in_kernel_errno) {
+                                               const std::set<uint32_t>& stored) {
   using Entry = perfdata::EnrichedProgramEntry;
   perfdata::EnrichmentSection s;
-  s.path = perfdata::EnrichmentPath::kUserSpace;
+  s.path = stats.in_kernel ? perfdata::EnrichmentPath::kInKernel
+                           : perfdata::EnrichmentPath::kUserSpace;
   s.sched = stats.sched;
-  s.in_kernel_errno = in_kernel_errno;
+  s.in_kernel_errno = stats.capture_errno;
+  s.capture_refused = stats.capture_refused;
+  s.capture_lost = stats.capture_lost;
   s.threads = static_cast<uint16_t>(stats.threads);
   s.pinned = stats.pinned;
   s.lost = stats.lost;
@@ -332,6 +348,8 @@ perfdata::EnrichmentSection enrichment_section(const EnrichmentStats& stats,
     e.load_ns = p.load_time_ns;
     e.acquired_ns = p.acquired_ns;
     e.hold_ns = p.hold_ns();
+    if (p.captured) e.flags |= Entry::kCaptured;
+    if (p.by_id) e.flags |= Entry::kById;
     if (stored.count(p.id)) {
       e.flags |= Entry::kStored;
     } else if (p.gone) {

@@ -17,6 +17,7 @@
 #include <map>
 #include <memory>
 #include <set>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -38,6 +39,8 @@ struct EnrichedProgram {
   uint64_t released_ns = 0;     // just after closing it (0 if never taken)
   bool gone = false;            // unloaded before the reference was taken
   bool enriched = false;        // info read
+  bool captured = false;        // captured in the kernel at load (no reference)
+  bool by_id = false;           // with capture active: not captured, enriched by id
   uint64_t hold_ns() const { return released_ns > acquired_ns ? released_ns - acquired_ns : 0; }
 };
 
@@ -48,8 +51,16 @@ struct EnrichmentStats {
   perfdata::EnricherSched sched = perfdata::EnricherSched::kOther;  // what every thread got
   size_t threads = 0;
   bool pinned = false;                    // one thread per CPU, bound to it
+  // The in-kernel capture served the recording (CaptureEnricher); else the
+  // user-space enricher did, and `capture_refused` says why capture did not.
+  bool in_kernel = false;
+  std::string capture_refused;
+  int capture_errno = -1;                 // 0 used, -1 not tried, else its errno
+  uint64_t capture_lost = 0;              // capture records the ring could not take
   size_t gone() const;
   size_t enriched() const;
+  size_t captured() const;
+  size_t by_id() const;
   uint64_t median_hold_ns() const;
   uint64_t max_hold_ns() const;
 };
@@ -67,6 +78,9 @@ struct EnricherConfig {
   // all rings, which must wait for a CPU (bench/RESULTS.md measures both).
   bool per_cpu = true;
   bool run_stats = false;  // poll every program's run statistics (--bpf-stats)
+  // Open the rings and react to PROG_LOADs. False while the in-kernel capture
+  // serves the recording: then the enricher only polls run statistics.
+  bool watch_loads = true;
   uint64_t poll_interval_ns = kRunStatsPollNs;
 };
 
@@ -105,12 +119,11 @@ class Enricher {
 };
 
 // The file's enrichment section: the programs synthesized at start, then
-// every PROG_LOAD the enricher saw; `stored`: ids BPF_PROG_INFO holds.
-// `in_kernel_errno`: bpf::probe_fentry()'s answer.
+// every PROG_LOAD the enricher (or the capture) saw; `stored`: ids
+// BPF_PROG_INFO holds.
 perfdata::EnrichmentSection enrichment_section(const EnrichmentStats& stats,
                                                const std::vector<uint32_t>& synthesized,
-                                               const std::set<uint32_t>& stored,
-                                               int in_kernel_errno);
+                                               const std::set<uint32_t>& stored);
 
 uint64_t monotonic_ns();
 

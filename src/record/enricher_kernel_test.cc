@@ -74,6 +74,7 @@ TEST(EnricherKernelTest, StoresEnrichmentAndRunStatistics) {
   o.system_wide = true;
   o.duration_s = 1.5;
   o.bpf_stats = true;
+  o.enrich = EnrichMode::kUser;
   o.output = dir.file("stats.data");
   uint32_t id = 0;
   auto stats = record_while(o, [&] {
@@ -102,7 +103,7 @@ TEST(EnricherKernelTest, StoresEnrichmentAndRunStatistics) {
   if (::geteuid() == 0) {
     EXPECT_EQ(f.enrichment->sched, perfdata::EnricherSched::kFifo);
   }
-  EXPECT_GE(f.enrichment->in_kernel_errno, 0) << "the in-kernel path was probed";
+  EXPECT_EQ(f.enrichment->in_kernel_errno, -1) << "capture not tried with --enrich=user";
   EXPECT_EQ(f.enrichment->threads, std::thread::hardware_concurrency());
   EXPECT_TRUE(f.enrichment->pinned);
   const EnrichedProgramEntry* entry = nullptr;
@@ -129,12 +130,52 @@ TEST(EnricherKernelTest, StoresEnrichmentAndRunStatistics) {
   EXPECT_GT(rs->run_time_ns(), 0u);
 }
 
+// With the in-kernel capture (the default) the enricher only polls: a
+// program loaded during the recording starts at zero at its load.
+TEST(EnricherKernelTest, RunStatisticsWithCapture) {
+  bpfprof::testing::TempDir dir;
+  RecordOptions o;
+  o.system_wide = true;
+  o.duration_s = 1.5;
+  o.bpf_stats = true;
+  o.output = dir.file("stats.data");
+  uint32_t id = 0;
+  auto stats = record_while(o, [&] {
+    Program p;
+    id = p.id;
+    if (p.fd < 0) return;
+    p.run(1000);
+    std::this_thread::sleep_for(std::chrono::milliseconds(350));
+    p.run(1000);
+    std::this_thread::sleep_for(std::chrono::milliseconds(350));
+  });
+  if (!stats.ok() && stats.error().code == Errc::kPermission) {
+    BPFPROF_KERNEL_SKIP(stats.error().to_string());
+  }
+  ASSERT_TRUE(stats.ok()) << stats.error().to_string();
+  ASSERT_NE(id, 0u) << "bpf_prog_load failed";
+  ASSERT_TRUE(stats->enrichment.in_kernel) << stats->enrichment.capture_refused;
+  auto reader = perfdata::FileReader::open(o.output);
+  ASSERT_TRUE(reader.ok()) << reader.error().to_string();
+  const perfdata::Features& f = reader->features();
+  ASSERT_TRUE(f.run_stats.has_value()) << "feature 252";
+  const ProgramRunStats* rs = nullptr;
+  for (const auto& p : f.run_stats->programs) {
+    if (p.id == id) rs = &p;
+  }
+  ASSERT_NE(rs, nullptr);
+  EXPECT_TRUE(rs->has(ProgramRunStats::kLoadedDuring));
+  EXPECT_TRUE(rs->measured());
+  EXPECT_EQ(rs->run_cnt(), 2000u) << "the last poll came after both test runs";
+}
+
 TEST(EnricherKernelTest, OneThreadForAllCpus) {
   bpfprof::testing::TempDir dir;
   RecordOptions o;
   o.system_wide = true;
   o.duration_s = 0.6;
   o.enricher_per_cpu = false;
+  o.enrich = EnrichMode::kUser;
   o.output = dir.file("one.data");
   uint32_t id = 0;
   auto stats = record_while(o, [&] {

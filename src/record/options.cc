@@ -15,6 +15,10 @@ Status validate(const RecordOptions& o) {
   if (!is_power_of_two(o.sideband_pages)) {
     return invalid(fmt::format("side-band ring of {} pages: must be a power of two", o.sideband_pages));
   }
+  if (!is_power_of_two(o.capture_ring_bytes) || o.capture_ring_bytes < 4096) {
+    return invalid(fmt::format("capture ring of {} bytes: must be a power of two of at least 4096",
+                               o.capture_ring_bytes));
+  }
   if (o.pid && !o.command.empty()) return invalid("-p and a command exclude each other");
   if (o.pid && *o.pid <= 0) return invalid(fmt::format("-p {}: not a process id", *o.pid));
   if (o.pid && o.samples_system_wide()) return invalid("-p excludes -a and -C");

@@ -19,6 +19,13 @@ namespace bpfprof::record {
 inline constexpr uint32_t kDefaultMmapPages = 1024;     // 4 MiB per CPU, as perf
 inline constexpr uint32_t kDefaultSidebandPages = 128;  // side-band ring per CPU
 inline constexpr uint64_t kDefaultFrequency = 4000;     // perf's default -F
+inline constexpr uint32_t kDefaultCaptureRingBytes = 4u << 20;  // the capture's BPF ring
+
+// How programs loaded during the recording are enriched (--enrich).
+enum class EnrichMode {
+  kInKernel,  // captured in the kernel at load; the enricher only as fallback
+  kUser,      // the user-space enricher only (woken on every BPF_EVENT)
+};
 
 // The recording request. Empty/unset fields take perf's defaults.
 struct RecordOptions {
@@ -39,6 +46,10 @@ struct RecordOptions {
   // changed only to measure what they buy (bench/short_lived.sh).
   perfdata::EnricherSched enricher_sched = perfdata::EnricherSched::kFifo;
   bool enricher_per_cpu = true;
+  EnrichMode enrich = EnrichMode::kInKernel;
+  // The capture's ring size (a power of two, at least a page); changed only
+  // to test a full ring.
+  uint32_t capture_ring_bytes = kDefaultCaptureRingBytes;
   // argv for the CMDLINE feature: [our binary, "record", flags...].
   std::vector<std::string> cmdline;
 

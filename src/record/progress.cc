@@ -19,6 +19,18 @@ std::string format_summary(const RecordStats& s) {
 }
 
 std::string format_enrichment(const EnrichmentStats& e) {
+  if (e.in_kernel) {
+    std::string out = fmt::format(
+        "enrichment: in-kernel capture at load, {} programs: {} captured, {} enriched by id, {} "
+        "gone first",
+        e.programs.size(), e.captured(), e.by_id(), e.gone());
+    if (e.capture_lost) out += fmt::format(", capture ring full {} times", e.capture_lost);
+    out += e.max_hold_ns() ? fmt::format("; median/max hold time {:.0f}/{:.0f} \u00b5s",
+                                         static_cast<double>(e.median_hold_ns()) / 1e3,
+                                         static_cast<double>(e.max_hold_ns()) / 1e3)
+                           : std::string("; no reference held");
+    return out;
+  }
   return fmt::format("enrichment: {} programs, {} gone first; {} thread{}{} ({}), median/max hold "
                      "time {:.0f}/{:.0f} \u00b5s",
                      e.programs.size(), e.gone(), e.threads, e.threads == 1 ? "" : "s", e.pinned ? " pinned per CPU" : "",

@@ -15,6 +15,8 @@
 
 #include "bpf/query.h"
 #include "perf/event_open.h"
+#include "record/capture.h"
+#include "record/capture_enricher.h"
 #include "record/event_set.h"
 #include "record/output_file.h"
 #include "record/signals.h"
@@ -154,10 +156,6 @@ Result<RecordStats> record(const RecordOptions& o, const RecordSink& sink) {
   }
 
   Setup setup = make_attrs(o, spec);
-  // Whether the kernel would allow the in-kernel path (a tracing program on
-  // the unload path). Asked before any event opens: a probe that loads is a
-  // program of our own, not the user's.
-  const int in_kernel_errno = bpf::probe_fentry();
   UniqueFd stats_fd;
   uint64_t stats_on_ns = 0;
   if (o.bpf_stats) {
@@ -166,8 +164,28 @@ Result<RecordStats> record(const RecordOptions& o, const RecordSink& sink) {
     stats_fd = std::move(fd).value();
     stats_on_ns = monotonic_ns();
   }
-  // The enricher's events open first, so every PROG_LOAD the file will carry
-  // is also seen by the enricher.
+  // The capture attaches before any event opens, so every PROG_LOAD the
+  // file will carry came after it; where it cannot run, the user-space
+  // enricher does the work and the file says why.
+  std::unique_ptr<Capture> capture;
+  std::string capture_refused = "not tried (--enrich=user)";
+  int capture_errno = -1;
+  if (o.enrich == EnrichMode::kInKernel) {
+    CaptureConfig cc;
+    cc.ring_bytes = o.capture_ring_bytes;
+    auto c = Capture::start(cc);
+    if (c.ok()) {
+      capture = std::move(c).value();
+      capture_refused.clear();
+      capture_errno = 0;
+    } else {
+      capture_refused = c.error().to_string();
+      capture_errno = c.error().sys_errno ? c.error().sys_errno : EINVAL;
+    }
+  }
+  // Otherwise the enricher's events open first, so every PROG_LOAD the file
+  // will carry is also seen by the enricher. With capture, it only polls
+  // run statistics (if asked for).
   EnricherConfig ec;
   ec.cpus = online;
   ec.sample_type = setup.sampling.sample_type;
@@ -175,9 +193,16 @@ Result<RecordStats> record(const RecordOptions& o, const RecordSink& sink) {
   ec.sched = o.enricher_sched;
   ec.per_cpu = o.enricher_per_cpu;
   ec.run_stats = o.bpf_stats;
+  ec.watch_loads = !capture;
   BPFPROF_ASSIGN_OR_RETURN(auto enricher, Enricher::start(ec));
   BPFPROF_ASSIGN_OR_RETURN(EventSet events, open_events(o, cpus, online, tids, setup, sink));
   BPFPROF_ASSIGN_OR_RETURN(perf::SampleLayout layout, perf::SampleLayout::from_attr(setup.sampling));
+  std::unique_ptr<CaptureEnricher> in_kernel;
+  if (capture) {
+    BPFPROF_ASSIGN_OR_RETURN(perf::SampleLayout sb_layout,
+                             perf::SampleLayout::from_attr(setup.sideband));
+    in_kernel = std::make_unique<CaptureEnricher>(std::move(capture), sb_layout);
+  }
 
   std::vector<perfdata::AttrEntry> attrs(2);
   attrs[0].attr = setup.sampling;
@@ -211,6 +236,13 @@ Result<RecordStats> record(const RecordOptions& o, const RecordSink& sink) {
   DrainLoop loop(
       events, layout, [&](Bytes b) { return writer.append(b); },
       [&] { return writer.finish_round(); });
+  if (in_kernel) {
+    PassHooks hooks;
+    hooks.before_sideband_copy = [&](perf::RingBuffer& r) { in_kernel->saw_sideband(r); };
+    hooks.after_pass = [&] { return in_kernel->after_pass(); };
+    hooks.wake_fd = in_kernel->wake_fd();
+    loop.set_hooks(std::move(hooks));
+  }
   DrainConfig dc;
   dc.duration_s = o.duration_s;
   dc.signal_fd = signals.fd();
@@ -222,6 +254,7 @@ Result<RecordStats> record(const RecordOptions& o, const RecordSink& sink) {
   events.disable_all();
   Status drained = stop.ok() ? loop.pass() : ok_status();
   const uint64_t t1 = monotonic_ns();
+  if (in_kernel) in_kernel->stop();
   enricher->stop();
   // The final values are read: the statistics go off (they cost every run).
   stats_fd.reset();
@@ -235,8 +268,13 @@ Result<RecordStats> record(const RecordOptions& o, const RecordSink& sink) {
   features.first_sample_time = c.first_sample_time;
   features.last_sample_time = c.last_sample_time;
   if (!kallsyms->text_symbols.empty()) features.kallsyms = std::move(kallsyms->text_symbols);
-  std::map<uint32_t, bpf::ProgInfo> infos = std::move(enricher->infos());
-  std::map<uint32_t, bpf::BtfBlob> btfs = std::move(enricher->btfs());
+  // What enriched the programs loaded during the recording.
+  EnrichmentStats enrichment = in_kernel ? in_kernel->stats() : enricher->stats();
+  enrichment.capture_refused = capture_refused;
+  enrichment.capture_errno = capture_errno;
+  std::map<uint32_t, bpf::ProgInfo> infos =
+      std::move(in_kernel ? in_kernel->infos() : enricher->infos());
+  std::map<uint32_t, bpf::BtfBlob> btfs = std::move(in_kernel ? in_kernel->btfs() : enricher->btfs());
   merge_prog_infos(infos, std::move(bpf->infos));
   merge_btfs(btfs, std::move(bpf->btfs));
   std::set<uint32_t> stored;
@@ -244,14 +282,22 @@ Result<RecordStats> record(const RecordOptions& o, const RecordSink& sink) {
     stored.insert(id);
     features.bpf_prog_info.push_back(std::move(info));
   }
-  features.enrichment =
-      enrichment_section(enricher->stats(), bpf->synthesized, stored, in_kernel_errno);
+  features.enrichment = enrichment_section(enrichment, bpf->synthesized, stored);
   if (o.bpf_stats) {
     perfdata::RunStatsSection rs;
     rs.poll_interval_ns = kRunStatsPollNs;
     rs.enabled_ns = stats_on_ns;
     rs.disabled_ns = stats_off_ns;
-    rs.programs = enricher->run_stats().entries();
+    RunStatsTable table;
+    // Programs loaded during the recording start at zero at their load; the
+    // poller's values follow (with capture, it sees them only at its next poll).
+    if (in_kernel) {
+      for (const EnrichedProgram& p : enrichment.programs) {
+        if (p.enriched) table.saw(p.id, p.load_time_ns, {}, true);
+      }
+    }
+    table.merge(enricher->run_stats());
+    rs.programs = table.entries();
     features.run_stats = std::move(rs);
   }
   for (auto& [id, btf] : btfs) features.bpf_btf.push_back(std::move(btf));
@@ -268,7 +314,7 @@ Result<RecordStats> record(const RecordOptions& o, const RecordSink& sink) {
   stats.records = c.records;
   stats.first_sample_time = c.first_sample_time;
   stats.last_sample_time = c.last_sample_time;
-  stats.enrichment = enricher->stats();
+  stats.enrichment = std::move(enrichment);
   // Programs: those synthesized, plus those whose PROG_LOAD is in the stream.
   std::set<uint32_t> synthesized(bpf->synthesized.begin(), bpf->synthesized.end());
   std::set<uint32_t> live(bpf->live.begin(), bpf->live.end());

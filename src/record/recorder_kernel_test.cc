@@ -148,13 +148,14 @@ off_t file_size(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0 ? st.st_size : 0;
 }
 
-// The enricher's figures for a program loaded while recording: a reference
+// The user-space enricher's figures (--enrich=user) for a program loaded while recording: a reference
 // taken and dropped (its hold time), the info stored.
 TEST(RecorderKernelTest, EnrichmentStatsForAProgramLoadedDuringRecording) {
   bpfprof::testing::TempDir dir;
   RecordOptions o;
   o.system_wide = true;
   o.duration_s = 1.0;
+  o.enrich = EnrichMode::kUser;  // the reference path (capture: capture_kernel_test.cc)
   o.output = dir.file("enrich.data");
   Result<RecordStats> stats = make_error(Errc::kInternal, "not run");
   std::thread recorder([&] { stats = record(o, {}); });

@@ -26,6 +26,7 @@ class EnrichmentRenderTest : public ::testing::Test {
     perfdata::EnrichmentSection e;
     e.sched = perfdata::EnricherSched::kFifo;
     e.in_kernel_errno = EPERM;
+    e.version = 1;  // a file from before the in-kernel capture
     e.programs = {{42, EnrichedProgramEntry::kStored, 1'100'000'000, 1'100'020'000, 40'000},
                   {43, EnrichedProgramEntry::kStored, 1'200'000'000, 1'200'010'000, 20'000},
                   {44, EnrichedProgramEntry::kGone, 1'300'000'000, 1'300'010'000, 0}};
@@ -58,6 +59,59 @@ TEST_F(EnrichmentRenderTest, HeaderSaysPathAndCountsWithoutStatsColumns) {
   EXPECT_EQ(j["enrichment"]["in_kernel"], "refused (EPERM)");
   EXPECT_EQ(j["enrichment"]["bpf_stats"], false);
   EXPECT_FALSE(j["programs"][0].contains("run_cnt"));
+}
+
+// The in-kernel capture served the recording: the line says so, with the
+// programs captured and those enriched by id, and whether a reference was held.
+TEST_F(EnrichmentRenderTest, InKernelCapturePath) {
+  perfdata::EnrichmentSection& e = *f_.enrichment;
+  e.version = 2;
+  e.path = perfdata::EnrichmentPath::kInKernel;
+  e.in_kernel_errno = 0;
+  e.programs = {{42, EnrichedProgramEntry::kStored | EnrichedProgramEntry::kCaptured, 1'100'000'000, 0, 0},
+                {43, EnrichedProgramEntry::kStored | EnrichedProgramEntry::kCaptured, 1'200'000'000, 0, 0},
+                {44, EnrichedProgramEntry::kGone | EnrichedProgramEntry::kById, 1'300'000'000, 1'400'000'000, 0}};
+  add_enrichment(f_, d_);
+  std::string text = render_text(d_, {});
+  EXPECT_NE(text.find("# enrichment: in-kernel capture at load, 2 of 3 programs stored (2 captured "
+                      "at load, 0 enriched by id), 1 gone before enrichment; no reference held\n"),
+            std::string::npos)
+      << text;
+  auto j = nlohmann::json::parse(render_json(d_, {}));
+  EXPECT_EQ(j["enrichment"]["path"], "in-kernel capture at load");
+  EXPECT_EQ(j["enrichment"]["in_kernel"], "used");
+  EXPECT_EQ(j["enrichment"]["captured"], 2);
+  EXPECT_EQ(j["enrichment"]["enriched_by_id"], 0);
+  EXPECT_EQ(j["enrichment"]["max_hold_ns"], 0);
+
+  // One enriched by id after a full capture ring: counted, with its hold.
+  e.programs[1] = {43, EnrichedProgramEntry::kStored | EnrichedProgramEntry::kById, 1'200'000'000,
+                   1'200'010'000, 30'000};
+  e.capture_lost = 5;
+  d_.enrichment.reset();
+  add_enrichment(f_, d_);
+  text = render_text(d_, {});
+  EXPECT_NE(text.find("(1 captured at load, 1 enriched by id), 1 gone before enrichment, capture "
+                      "ring full 5 times; references held up to 30 \u00b5s\n"),
+            std::string::npos)
+      << text;
+}
+
+// The user-space enricher ran because the capture could not: the line says why.
+TEST_F(EnrichmentRenderTest, UserSpacePathSaysWhyCaptureDidNotRun) {
+  perfdata::EnrichmentSection& e = *f_.enrichment;
+  e.version = 2;
+  e.capture_refused = "loading the capture programs: Operation not permitted";
+  add_enrichment(f_, d_);
+  const std::string text = render_text(d_, {});
+  EXPECT_NE(text.find("# enrichment: user-space enricher (SCHED_FIFO), 2 of 3 programs stored, 1 "
+                      "gone before enrichment; in-kernel capture not used: loading the capture "
+                      "programs: Operation not permitted\n"),
+            std::string::npos)
+      << text;
+  auto j = nlohmann::json::parse(render_json(d_, {}));
+  EXPECT_EQ(j["enrichment"]["in_kernel"],
+            "not used: loading the capture programs: Operation not permitted");
 }
 
 TEST_F(EnrichmentRenderTest, RunStatisticsBesideTheSampledShare) {

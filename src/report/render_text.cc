@@ -17,11 +17,20 @@ using profile::SortKey;
 // stored, 2 gone before enrichment" and, with run statistics, a line saying so.
 std::string enrichment_text(const EnrichmentSummary& e) {
   std::string out;
-  if (!e.path.empty()) {
+  if (!e.path.empty() && e.in_kernel == "used") {
+    out += fmt::format("# enrichment: {}, {} of {} programs stored ({} captured at load, {} "
+                       "enriched by id), {} gone before enrichment",
+                       e.path, e.stored, e.programs, e.captured, e.enriched_by_id, e.gone);
+    if (e.capture_lost) out += fmt::format(", capture ring full {} times", e.capture_lost);
+    out += e.max_hold_ns ? fmt::format("; references held up to {:.0f} \u00b5s\n",
+                                       static_cast<double>(e.max_hold_ns) / 1e3)
+                         : std::string("; no reference held\n");
+  } else if (!e.path.empty()) {
     out += fmt::format("# enrichment: {}, {} of {} programs stored, {} gone before enrichment", e.path,
                        e.stored, e.programs, e.gone);
     if (e.lost) out += fmt::format(", {} enricher records lost", e.lost);
-    out += fmt::format("; in-kernel path {}\n", e.in_kernel);
+    out += e.v1 ? fmt::format("; in-kernel path {}\n", e.in_kernel)
+                : fmt::format("; in-kernel capture {}\n", e.in_kernel);
   }
   if (e.bpf_stats) {
     out += fmt::format("# bpf stats: on (measured by the kernel, ~20 ns per run; an unloaded program "

@@ -97,6 +97,23 @@ struct {
 	__uint(max_entries, 4 << 20); /* the recorder sets the size before load */
 } events SEC(".maps");
 
+/*
+ * Ids of programs whose capture did not fit in `events`: the one record that
+ * wakes the recorder at once, so it can enrich them by id while they are
+ * likely still loaded. Rare by construction (see wake_at).
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 4096);
+} missed SEC(".maps");
+
+/*
+ * Bytes waiting in `events` from which a program's last record wakes the
+ * recorder (set to half the ring before load): the ring is drained on the
+ * recorder's cadence and only a burst of loads that could fill it wakes it.
+ */
+const volatile __u64 wake_at = 2 << 20;
+
 /* Threads inside BPF_PROG_LOAD, by pid_tgid. */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
@@ -288,6 +305,7 @@ int capture_exit(struct sys_exit_ctx *ctx)
 	void **jited_linfo;
 	__s64 fd = ctx->ret;
 	__u32 func_cnt, nr_linfo, nr_func_info;
+	__u64 wake;
 
 	if (!bpf_map_lookup_elem(&loading, &key))
 		return 0;
@@ -387,14 +405,20 @@ int capture_exit(struct sys_exit_ctx *ctx)
 		}
 	}
 
-	if (bpf_ringbuf_output(&events, &p, sizeof(p), BPF_RB_NO_WAKEUP)) {
+	wake = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wake_at ? BPF_RB_FORCE_WAKEUP
+									 : BPF_RB_NO_WAKEUP;
+	if (bpf_ringbuf_output(&events, &p, sizeof(p), wake)) {
 		__sync_fetch_and_add(&n->lost_records, 1);
 		p.flags |= CAPTURE_INCOMPLETE;
 	}
-	if (p.flags & CAPTURE_INCOMPLETE)
+	if (p.flags & CAPTURE_INCOMPLETE) {
+		struct capture_header m = { .kind = CAPTURE_MISSED, .id = p.hdr.id };
+
 		__sync_fetch_and_add(&n->incomplete, 1);
-	else
+		bpf_ringbuf_output(&missed, &m, sizeof(m), BPF_RB_FORCE_WAKEUP);
+	} else {
 		__sync_fetch_and_add(&n->captured, 1);
+	}
 	return 0;
 
 not_program:

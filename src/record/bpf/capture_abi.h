@@ -10,7 +10,9 @@
  *   CAPTURE_CHUNK records of the program's BTF when this BTF id was not yet
  *     sent during the recording,
  *   CAPTURE_PROG last: the scalar fields and what was sent. A program whose
- *     CAPTURE_PROG is missing or says CAPTURE_INCOMPLETE was not captured.
+ *     CAPTURE_PROG is missing or says CAPTURE_INCOMPLETE was not captured;
+ *     its id then also goes into the small `missed` ring, which wakes the
+ *     recorder (the `events` ring never does, unless it is half full).
  */
 #ifndef BPFPROF_RECORD_BPF_CAPTURE_ABI_H
 #define BPFPROF_RECORD_BPF_CAPTURE_ABI_H
@@ -21,6 +23,7 @@ enum capture_kind {
 	CAPTURE_PROG = 1,
 	CAPTURE_FUNC = 2,
 	CAPTURE_CHUNK = 3,
+	CAPTURE_MISSED = 4, /* in the `missed` ring: a program not captured whole */
 };
 
 /* Which array a CAPTURE_CHUNK belongs to. */

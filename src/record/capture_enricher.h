@@ -1,0 +1,66 @@
+// SPDX-License-Identifier: Apache-2.0
+// Enrichment while the in-kernel capture serves a recording. The drain loop
+// shows it every side-band ring before copying it (the PROG_LOADs, nothing
+// consumed) and calls it after each pass: it drains the capture ring then.
+// Nothing wakes the recorder for it, and no reference is taken for a
+// program the capture reported. A PROG_LOAD the capture did not report —
+// a load that did not come through the syscall, or one that did not fit in
+// the capture ring (which wakes the recorder at once) — is enriched by id
+// as the user-space enricher does, and counted apart.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <unordered_set>
+
+#include "base/error.h"
+#include "bpf/query.h"
+#include "perf/records.h"
+#include "perf/ring_buffer.h"
+#include "record/capture.h"
+#include "record/enricher.h"
+
+namespace bpfprof::record {
+
+// How long after its PROG_LOAD a program the capture has not reported is
+// enriched by id: its loader may still be between the load's BPF_EVENT and
+// the syscall's return, where the capture runs (microseconds, unless the
+// loader is preempted there). A load the capture knows it missed is
+// enriched at once, without waiting.
+inline constexpr uint64_t kCaptureGraceNs = 100'000'000;
+
+class CaptureEnricher {
+ public:
+  CaptureEnricher(std::unique_ptr<Capture> capture, const perf::SampleLayout& sideband_layout);
+
+  // Before a pass copies `ring`: notes its PROG_LOADs.
+  void saw_sideband(perf::RingBuffer& ring);
+  // After a pass: drains the capture and enriches by id what it did not
+  // report in time.
+  Status after_pass();
+  // After the last pass: detaches the capture, drains it, and enriches by id
+  // every load still unreported. Idempotent.
+  void stop();
+  // Readable when the capture wants a drain now (see Capture::wake_fd).
+  int wake_fd() const { return capture_->wake_fd(); }
+
+  // After stop(): what was collected.
+  const EnrichmentStats& stats() const { return stats_; }
+  std::map<uint32_t, bpf::ProgInfo>& infos() { return capture_->infos(); }
+  std::map<uint32_t, bpf::BtfBlob>& btfs() { return capture_->btfs(); }
+
+ private:
+  void resolve(bool final);
+  void enrich_by_id(uint32_t id, uint64_t load_ns);
+
+  std::unique_ptr<Capture> capture_;
+  perf::SampleLayout layout_;
+  std::map<uint32_t, uint64_t> pending_;  // PROG_LOAD id -> its time, not yet reported
+  std::unordered_set<uint32_t> btf_read_;  // BTF ids read by id
+  bpf::ReadBuffers buffers_;
+  EnrichmentStats stats_;
+  bool stopped_ = false;
+};
+
+}  // namespace bpfprof::record
