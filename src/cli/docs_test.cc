@@ -130,7 +130,7 @@ TEST(DocsTest, EveryCommandHasAPageDocumentingExactlyItsFlags) {
   // record's hidden measurement flags are the case the filter exists for.
   Names visible, hidden;
   parser_flags(*cl.app->get_subcommand("record"), visible, hidden);
-  EXPECT_EQ(hidden, (Names{"--enricher-sched", "--enricher-threads"}));
+  EXPECT_EQ(hidden, (Names{"--capture-ring-bytes", "--enricher-sched", "--enricher-threads"}));
 }
 
 TEST(DocsTest, GroffRendersEveryPageWithoutWarnings) {

@@ -219,6 +219,18 @@ Result<RecordStats> record_while(const RecordOptions& o, Fn during) {
   return stats;
 }
 
+// Loads the test object; the ids of its programs (empty if it did not load).
+std::vector<uint32_t> load_test_programs(bpf_object*& obj) {
+  std::vector<uint32_t> ids;
+  obj = bpf_object__open_file(BPFPROF_QUERY_PROGS_OBJ, nullptr);
+  if (!obj || bpf_object__load(obj) != 0) return ids;
+  bpf_program* p;
+  bpf_object__for_each_program(p, obj) {
+    if (auto info = bpf::read_prog_info(bpf_program__fd(p)); info.ok()) ids.push_back(info->id());
+  }
+  return ids;
+}
+
 const perfdata::EnrichedProgramEntry* entry_of(const perfdata::EnrichmentSection& s, uint32_t id) {
   for (const auto& e : s.programs) {
     if (e.id == id) return &e;
@@ -301,12 +313,8 @@ TEST(CaptureRecordKernelTest, FullCaptureRingFallsBackById) {
   o.output = dir.file("tiny.data");
   std::vector<uint32_t> ids;
   auto stats = record_while(o, [&] {
-    bpf_object* obj = bpf_object__open_file(BPFPROF_QUERY_PROGS_OBJ, nullptr);
-    if (!obj || bpf_object__load(obj) != 0) return;
-    bpf_program* p;
-    bpf_object__for_each_program(p, obj) {
-      if (auto info = bpf::read_prog_info(bpf_program__fd(p)); info.ok()) ids.push_back(info->id());
-    }
+    bpf_object* obj = nullptr;
+    ids = load_test_programs(obj);
     // Loaded long enough for the fallback; asserted on records, not time.
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
     bpf_object__close(obj);
@@ -345,12 +353,8 @@ TEST(CaptureRecordKernelTest, EnrichUserUsesTheEnricher) {
   o.output = dir.file("user.data");
   std::vector<uint32_t> ids;
   auto stats = record_while(o, [&] {
-    bpf_object* obj = bpf_object__open_file(BPFPROF_QUERY_PROGS_OBJ, nullptr);
-    if (!obj || bpf_object__load(obj) != 0) return;
-    bpf_program* p;
-    bpf_object__for_each_program(p, obj) {
-      if (auto info = bpf::read_prog_info(bpf_program__fd(p)); info.ok()) ids.push_back(info->id());
-    }
+    bpf_object* obj = nullptr;
+    ids = load_test_programs(obj);
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
     bpf_object__close(obj);
   });

@@ -68,6 +68,18 @@ Result<RecordStats> record_while(const RecordOptions& o, Fn during) {
   return stats;
 }
 
+// Loads a Program and runs it 1000 times twice, each time outliving a poll
+// (100 ms) so the last value covers the runs; its id (0 if it did not load).
+uint32_t load_and_run_twice() {
+  Program p;
+  if (p.fd < 0) return 0;
+  p.run(1000);
+  std::this_thread::sleep_for(std::chrono::milliseconds(350));
+  p.run(1000);
+  std::this_thread::sleep_for(std::chrono::milliseconds(350));
+  return p.id;
+}
+
 TEST(EnricherKernelTest, StoresEnrichmentAndRunStatistics) {
   bpfprof::testing::TempDir dir;
   RecordOptions o;
@@ -77,16 +89,7 @@ TEST(EnricherKernelTest, StoresEnrichmentAndRunStatistics) {
   o.enrich = EnrichMode::kUser;
   o.output = dir.file("stats.data");
   uint32_t id = 0;
-  auto stats = record_while(o, [&] {
-    Program p;
-    id = p.id;
-    if (p.fd < 0) return;
-    p.run(1000);
-    // Outlive a poll (100 ms) so the last value covers the runs.
-    std::this_thread::sleep_for(std::chrono::milliseconds(350));
-    p.run(1000);
-    std::this_thread::sleep_for(std::chrono::milliseconds(350));
-  });
+  auto stats = record_while(o, [&] { id = load_and_run_twice(); });
   if (!stats.ok() && stats.error().code == Errc::kPermission) {
     BPFPROF_KERNEL_SKIP(stats.error().to_string());
   }
@@ -140,15 +143,7 @@ TEST(EnricherKernelTest, RunStatisticsWithCapture) {
   o.bpf_stats = true;
   o.output = dir.file("stats.data");
   uint32_t id = 0;
-  auto stats = record_while(o, [&] {
-    Program p;
-    id = p.id;
-    if (p.fd < 0) return;
-    p.run(1000);
-    std::this_thread::sleep_for(std::chrono::milliseconds(350));
-    p.run(1000);
-    std::this_thread::sleep_for(std::chrono::milliseconds(350));
-  });
+  auto stats = record_while(o, [&] { id = load_and_run_twice(); });
   if (!stats.ok() && stats.error().code == Errc::kPermission) {
     BPFPROF_KERNEL_SKIP(stats.error().to_string());
   }
