@@ -184,38 +184,19 @@ void run_chunks(const Session& session, const AggregateOptions& options, size_t 
   if (!walked.ok()) w.chunks_unreadable++;
 }
 
-// Counter names (JSON keys) for unknown-frame reasons.
-std::string reason_key(symbols::Unknown u) {
-  using symbols::Unknown;
-  switch (u) {
-    case Unknown::kNone: return "none";
-    case Unknown::kNoKallsyms: return "no_kallsyms";
-    case Unknown::kKernelNoSymbol: return "kernel_no_symbol";
-    case Unknown::kBpfNotAlive: return "bpf_not_alive";
-    case Unknown::kNoMap: return "no_map";
-    case Unknown::kNoElf: return "no_elf";
-    case Unknown::kNoSymbol: return "no_symbol";
-    case Unknown::kNoProcess: return "no_process";
-    case Unknown::kNoFile: return "no_file";
-  }
-  return fmt::format("reason_{}", static_cast<int>(u));
-}
-
+// Every diagnostic of the table into the report's counters, by name: those
+// listed always even when zero, the others when they happened.
 void add_counters(const Session& session, const Worker& merged, profile::Profile& p) {
-  for (const auto& [name, value] : session.counters()) p.count(name, value);
-  const symbols::Diagnostics& d = session.symbolizer().diagnostics();
-  p.count("sideband_out_of_order", d.sideband_out_of_order);
-  p.count("ksymbol_unregister_unknown", d.ksymbol_unregister_unknown);
-  p.count("bpf_event_without_ksymbol", d.bpf_event_without_ksymbol);
-  p.count("programs_without_info", d.programs_without_info);
-  p.count("sideband_bad_records", d.sideband_bad_records);
-  p.count("samples_bad", merged.bad_samples);
-  p.count("bpf_samples_unattributed", merged.bpf_unattributed);
-  // Listed only when it happens (the file changed between the passes).
-  if (merged.chunks_unreadable != 0) p.count("sample_chunks_unreadable", merged.chunks_unreadable);
+  DiagCounts all = session.counters();
+  all += session.symbolizer().diagnostics();
+  all[Diag::kSamplesBad] += merged.bad_samples;
+  all[Diag::kBpfSamplesUnattributed] += merged.bpf_unattributed;
+  all[Diag::kSampleChunksUnreadable] += merged.chunks_unreadable;
   for (size_t i = 1; i < kUnknownReasons; i++) {
-    p.count("unknown_frames." + reason_key(static_cast<symbols::Unknown>(i)),
-            merged.unknown_frames[i]);
+    all[symbols::unknown_frames_diag(static_cast<symbols::Unknown>(i))] += merged.unknown_frames[i];
+  }
+  for (const DiagInfo& d : kDiagnostics) {
+    if (d.listed == DiagInfo::Listed::kAlways || all[d.diag] != 0) p.count(d.name, all[d.diag]);
   }
 }
 

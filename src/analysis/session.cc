@@ -24,7 +24,7 @@ bool known_type(uint32_t type) {
 // mapping is untouched by walks) and report progress at the same points.
 constexpr uint64_t kDropWindow = 2 << 20;
 
-// A side-band record waiting for the time sort.
+// A side-band record kept for the Symbolizer.
 struct Sideband {
   uint64_t time;
   perf::RecordView record;
@@ -260,7 +260,7 @@ std::optional<std::vector<std::unique_ptr<Session::Piece>>> Session::walk_in_par
   if (!walked[0].ok() || !walked[1].ok() || first_end != seam) return std::nullopt;
   for (int i = 0; i < 2; i++) {
     for (const auto& [type, n] : skipped[i].unknown_record_types) {
-      counters_["records_unknown_type"] += n;
+      counters_[Diag::kRecordsUnknownType] += n;
     }
   }
   return pieces;
@@ -279,12 +279,7 @@ Status Session::pass1(const SessionOptions& options) {
     const std::string& name = reader_.attrs()[i].name;
     header_.events.push_back(name.empty() ? "event" + std::to_string(i) : name);
   }
-  for (const char* name : {"records_unknown_type", "records_bad", "records_unknown_attr",
-                           "sideband_untimed", "sideband_out_of_order",
-                           "feature_sections_unreadable"}) {
-    counters_[name] = 0;
-  }
-  counters_["feature_sections_unreadable"] = reader_.feature_errors().size();
+  counters_[Diag::kFeatureSectionsUnreadable] = reader_.feature_errors().size();
 
   // Made before the walk: it starts indexing the kallsyms snapshot meanwhile.
   symbolizer_ = std::make_unique<symbols::Symbolizer>(
@@ -309,17 +304,17 @@ Status Session::pass1(const SessionOptions& options) {
     compressed_ = reader_.stats().compressed_records > 0;
     // The reader skips record types it does not know and counts them.
     for (const auto& [type, n] : reader_.stats().unknown_record_types) {
-      counters_["records_unknown_type"] += n;
+      counters_[Diag::kRecordsUnknownType] += n;
     }
   }
   pass1_pieces_ = pieces->size();
   reader_.drop_pages(data_begin, data_end);
-  counters_["feature_sections_unknown"] = reader_.stats().unknown_features;
+  counters_[Diag::kFeatureSectionsUnknown] = reader_.stats().unknown_features;
 
   // The pieces joined in file order. perf's ordering contract: after a
   // FINISHED_ROUND, no record older than the newest record before the
   // *previous* round may follow. A side-band record that breaks it is counted
-  // (it is still applied in time order below); for script, the same contract
+  // (the Symbolizer still applies it at its time); for script, the same contract
   // over samples and side-band together (RoundClock) says whether emitting at
   // round ends gives the time order.
   std::vector<Sideband> sideband;
@@ -337,10 +332,10 @@ Status Session::pass1(const SessionOptions& options) {
     header_.end_ns = std::max(header_.end_ns, p.end_ns);
     header_.lost += p.lost;
     header_.throttled += p.throttled;
-    counters_["records_unknown_type"] += p.unknown_type;
-    counters_["records_bad"] += p.bad;
-    counters_["records_unknown_attr"] += p.unknown_attr;
-    counters_["sideband_untimed"] += p.untimed;
+    counters_[Diag::kRecordsUnknownType] += p.unknown_type;
+    counters_[Diag::kRecordsBad] += p.bad;
+    counters_[Diag::kRecordsUnknownAttr] += p.unknown_attr;
+    counters_[Diag::kSidebandUntimed] += p.untimed;
     chunk_starts_.insert(chunk_starts_.end(), p.chunk_starts.begin(), p.chunk_starts.end());
     sample_count_ += p.samples;
     for (auto& a : p.arena) arena_.push_back(std::move(a));
@@ -356,7 +351,7 @@ Status Session::pass1(const SessionOptions& options) {
       }
       for (; next_sb < p.sideband.size() && p.sideband[next_sb].segment == k; next_sb++) {
         const Sideband& sb = p.sideband[next_sb];
-        if (sb.time != 0 && sb.time < flushed_up_to) counters_["sideband_out_of_order"]++;
+        if (sb.time != 0 && sb.time < flushed_up_to) counters_[Diag::kSidebandOutOfOrder]++;
         sideband.push_back(sb);
       }
       if (seg.samples != 0) {
@@ -381,14 +376,11 @@ Status Session::pass1(const SessionOptions& options) {
   // The segment after the last round end (empty when the data ends with one).
   sample_order_.segments.push_back({open.min_sample_time, open.max_sample_time});
 
-  // Untimed and synthesized records (time 0) first, then time order; records
-  // with equal times keep their file order.
-  std::stable_sort(sideband.begin(), sideband.end(),
-                   [](const Sideband& a, const Sideband& b) { return a.time < b.time; });
+  // In file order: the Symbolizer puts them in time order.
   for (const Sideband& s : sideband) symbolizer_->add_sideband(s.record, *s.layout);
   symbolizer_->finish();
   // A snapshot the reader left packed is decoded by the symbolizer.
-  if (symbolizer_->kallsyms_error()) counters_["feature_sections_unreadable"]++;
+  if (symbolizer_->kallsyms_error()) counters_[Diag::kFeatureSectionsUnreadable]++;
   return ok_status();
 }
 size_t Session::chunk_count() const {

@@ -21,6 +21,7 @@
 
 #include "analysis/report_data.h"
 #include "analysis/walk_progress.h"
+#include "base/diagnostics.h"
 #include "base/error.h"
 #include "perf/records.h"
 #include "perfdata/reader.h"
@@ -130,8 +131,8 @@ class Session {
   // How many pieces pass 1 walked the data section in: 2 when the halves were
   // walked at once, else 1.
   size_t pass1_pieces() const { return pass1_pieces_; }
-  // Pass 1 diagnostics (named counters), merged into the report's counters.
-  const std::map<std::string, uint64_t>& counters() const { return counters_; }
+  // Pass 1 diagnostics, merged into the report's counters.
+  const DiagCounts& counters() const { return counters_; }
 
  private:
   explicit Session(perfdata::FileReader reader) : reader_(std::move(reader)) {}
@@ -150,7 +151,7 @@ class Session {
   bool compressed_ = false;
   SampleOrder sample_order_;
   Header header_;
-  std::map<std::string, uint64_t> counters_;
+  DiagCounts counters_;
   // Side-band records are copied here, in large chunks: records decompressed
   // from COMPRESSED records live in the reader's buffer only during the
   // callback, and the pages of plain files are dropped behind the walk.

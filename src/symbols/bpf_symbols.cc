@@ -30,7 +30,7 @@ bool is_bpf_image_name(std::string_view name) {
   return name.starts_with("bpf_trampoline_") || name.starts_with("bpf_dispatcher_");
 }
 
-BpfSymbols::BpfSymbols(const perfdata::Features& features, StringPool& pool, Diagnostics& diag)
+BpfSymbols::BpfSymbols(const perfdata::Features& features, StringPool& pool, DiagCounts& diag)
     : features_(features), pool_(pool), diag_(diag) {
   for (const bpf::ProgInfo& p : features_.bpf_prog_info) info_by_id_.emplace(p.id(), &p);
 }
@@ -48,7 +48,7 @@ void BpfSymbols::on_ksymbol(uint64_t time, uint32_t cpu, uint64_t addr, uint32_t
                             uint16_t ksym_type, bool unregister, std::string_view name) {
   if (unregister) {
     if (!open_by_addr_.contains(addr)) {
-      ++diag_.ksymbol_unregister_unknown;
+      ++diag_[Diag::kKsymbolUnregisterUnknown];
       return;
     }
     unregister_at(time, addr);
@@ -98,7 +98,7 @@ void BpfSymbols::load(uint64_t time, uint32_t cpu, uint32_t id, const bpf::Tag& 
   if (auto it = info_by_id_.find(id); it != info_by_id_.end() && it->second->tag() == tag) {
     prog.info = it->second;
   } else {
-    ++diag_.programs_without_info;
+    ++diag_[Diag::kProgramsWithoutInfo];
   }
 
   const std::string tag_prefix = std::string(kProgPrefix) + bpf::tag_hex(tag);
@@ -152,7 +152,7 @@ void BpfSymbols::load(uint64_t time, uint32_t cpu, uint32_t id, const bpf::Tag& 
       claim(mine[i], index, static_cast<uint32_t>(i));
     }
   }
-  if (prog.functions.empty()) ++diag_.bpf_event_without_ksymbol;
+  if (prog.functions.empty()) ++diag_[Diag::kBpfEventWithoutKsymbol];
 
   // info.name is cut at 15 characters; the ksym carries the full BTF name.
   std::string_view from_ksym =

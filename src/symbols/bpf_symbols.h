@@ -31,7 +31,7 @@ class BpfSymbols {
   using Timeline = IntervalTimeline<KsymPayload>;
 
   // `features` and `pool` must outlive this object.
-  BpfSymbols(const perfdata::Features& features, StringPool& pool, Diagnostics& diag);
+  BpfSymbols(const perfdata::Features& features, StringPool& pool, DiagCounts& diag);
 
   // Pass 1, in time order. `name` must be interned in the pool.
   void on_ksymbol(uint64_t time, uint32_t cpu, uint64_t addr, uint32_t len, uint16_t ksym_type,
@@ -56,7 +56,7 @@ class BpfSymbols {
 
   const perfdata::Features& features_;
   StringPool& pool_;
-  Diagnostics& diag_;
+  DiagCounts& diag_;
   Timeline timeline_;
   std::unordered_map<uint64_t, uint32_t> open_by_addr_;   // registered now: addr -> entry
   std::vector<Pending> pending_;                          // program ksyms not yet claimed

@@ -114,11 +114,10 @@ TEST_F(BpfTimelineTest, ProgramsFromLoadAndUnload) {
   EXPECT_EQ(progs[3].unload_time, 200u);
   EXPECT_EQ(progs[4].name, "gamma");
   EXPECT_EQ(progs[4].load_time, 300u);
-  const Diagnostics& d = sym_.diagnostics();
-  EXPECT_EQ(d.sideband_out_of_order, 0u);
-  EXPECT_EQ(d.programs_without_info, 5u);
-  EXPECT_EQ(d.bpf_event_without_ksymbol, 0u);
-  EXPECT_EQ(d.ksymbol_unregister_unknown, 0u);
+  const DiagCounts& d = sym_.diagnostics();
+  EXPECT_EQ(d[Diag::kProgramsWithoutInfo], 5u);
+  EXPECT_EQ(d[Diag::kBpfEventWithoutKsymbol], 0u);
+  EXPECT_EQ(d[Diag::kKsymbolUnregisterUnknown], 0u);
 }
 
 TEST(BpfSymbolsTest, SubprogramsMainFirstAndFunctionIndex) {
@@ -172,11 +171,13 @@ TEST(BpfSymbolsTest, StoredInfoNamesProgramAndCoversLostKsymbol) {
   EXPECT_EQ(sub.kind, FrameKind::kBpf);
   EXPECT_EQ(sub.bpf_program, 1u);
   EXPECT_EQ(sub.bpf_function, 1u);
-  EXPECT_EQ(sym.diagnostics().programs_without_info, 0u);
-  EXPECT_EQ(sym.diagnostics().ksymbol_unregister_unknown, 1u);
+  EXPECT_EQ(sym.diagnostics()[Diag::kProgramsWithoutInfo], 0u);
+  EXPECT_EQ(sym.diagnostics()[Diag::kKsymbolUnregisterUnknown], 1u);
 }
 
-TEST(BpfSymbolsTest, OutOfOrderSidebandCountedAndApplied) {
+// The Symbolizer owns time order: records added out of order are applied in
+// time order (counting them is the reader's business: Session).
+TEST(BpfSymbolsTest, OutOfOrderSidebandAppliedInTimeOrder) {
   perfdata::Features features;
   Symbolizer sym(features, {});
   Feeder f(sym);
@@ -186,10 +187,20 @@ TEST(BpfSymbolsTest, OutOfOrderSidebandCountedAndApplied) {
   f.load(50, 2, tag_of(0x02));
   f.ksym(70, 0x2000, 0x10, ksym(0x02, "early"), /*unregister=*/true);
   sym.finish();
-  EXPECT_EQ(sym.diagnostics().sideband_out_of_order, 3u);
   EXPECT_EQ(sym.lookup(0, 0x2004, 60, true).symbol, ksym(0x02, "early"));
   EXPECT_EQ(sym.lookup(0, 0x2004, 80, true).unknown, Unknown::kBpfNotAlive);
   EXPECT_EQ(sym.lookup(0, 0x1004, 150, true).symbol, ksym(0x01, "late"));
+}
+
+TEST(BpfSymbolsTest, ConsumesTheSidebandItApplies) {
+  for (uint32_t t : {perf::kRecordKsymbol, perf::kRecordBpfEvent, perf::kRecordMmap,
+                     perf::kRecordMmap2, perf::kRecordComm, perf::kRecordFork, perf::kRecordExit}) {
+    EXPECT_TRUE(Symbolizer::consumes(t)) << t;
+  }
+  for (uint32_t t : {perf::kRecordSample, perf::kRecordLost, perf::kRecordThrottle,
+                     perf::kRecordFinishedRound}) {
+    EXPECT_FALSE(Symbolizer::consumes(t)) << t;
+  }
 }
 
 TEST(BpfSymbolsTest, ReRegisterWithoutUnregisterEndsThePrevious) {
@@ -201,7 +212,7 @@ TEST(BpfSymbolsTest, ReRegisterWithoutUnregisterEndsThePrevious) {
   sym.finish();
   EXPECT_EQ(sym.lookup(0, 0x1010, 15, true).symbol, ksym(0x01, "first"));
   EXPECT_EQ(sym.lookup(0, 0x1010, 25, true).symbol, ksym(0x02, "second"));
-  EXPECT_EQ(sym.diagnostics().bpf_event_without_ksymbol, 0u);
+  EXPECT_EQ(sym.diagnostics()[Diag::kBpfEventWithoutKsymbol], 0u);
 }
 
 TEST(BpfSymbolsTest, NameFromKsym) {

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // The Symbolizer facade: pass 1 buffers side-band records (copies of what
-// matters, since record bytes may not outlive the call), finish() applies
-// them in time order to the timelines, pass 2 looks up.
+// matters, since record bytes may not outlive the call), finish() puts them
+// in time order (the only place that does) and applies them to the
+// timelines, pass 2 looks up.
 #include "symbols/symbolizer.h"
 
 #include <sys/mman.h>
@@ -40,23 +41,24 @@ struct Event {
   std::string_view name;  // interned
   uint8_t build_id_size = 0;
   uint8_t build_id[kMaxBuildId] = {};
+  bool first = false;  // stamped 0 or not stamped: before timed records of the same time
 };
 
 }  // namespace
 
-const char* unknown_reason_name(Unknown u) {
+Diag unknown_frames_diag(Unknown u) {
   switch (u) {
-    case Unknown::kNone: return "none";
-    case Unknown::kNoKallsyms: return "no kallsyms snapshot";
-    case Unknown::kKernelNoSymbol: return "kernel address without symbol";
-    case Unknown::kBpfNotAlive: return "BPF code not loaded at that time";
-    case Unknown::kNoMap: return "no mapping at that time";
-    case Unknown::kNoElf: return "binary unreadable or build id mismatch";
-    case Unknown::kNoSymbol: return "no ELF symbol";
-    case Unknown::kNoProcess: return "unknown process";
-    case Unknown::kNoFile: return "mapping without a file";
+    case Unknown::kNone:
+    case Unknown::kNoKallsyms: return Diag::kUnknownFramesNoKallsyms;
+    case Unknown::kKernelNoSymbol: return Diag::kUnknownFramesKernelNoSymbol;
+    case Unknown::kBpfNotAlive: return Diag::kUnknownFramesBpfNotAlive;
+    case Unknown::kNoMap: return Diag::kUnknownFramesNoMap;
+    case Unknown::kNoElf: return Diag::kUnknownFramesNoElf;
+    case Unknown::kNoSymbol: return Diag::kUnknownFramesNoSymbol;
+    case Unknown::kNoProcess: return Diag::kUnknownFramesNoProcess;
+    case Unknown::kNoFile: return Diag::kUnknownFramesNoFile;
   }
-  return "?";
+  return Diag::kUnknownFramesNoKallsyms;
 }
 
 struct Symbolizer::Impl {
@@ -107,7 +109,7 @@ struct Symbolizer::Impl {
 
   const perfdata::Features& features;
   Options options;
-  Diagnostics diag;
+  DiagCounts diag;
   StringPool pool;
   ElfCache elf;
   BpfSymbols bpf;
@@ -115,7 +117,7 @@ struct Symbolizer::Impl {
   KernelSymbols kernel;
   BpfLines lines;
   std::vector<Event> events;
-  uint64_t max_time = 0;
+  uint64_t first_clock = 0;  // the newest time of the records that sort first
   bool finished = false;
   uint64_t serial = 0;  // set by finish(): lookups may remember answers then
   std::thread kallsyms_open;
@@ -127,7 +129,7 @@ void Symbolizer::Impl::add(const perf::RecordView& r, const perf::SampleLayout& 
   Event e;
   e.type = r.header.type;
   e.misc = r.header.misc;
-  auto bad = [&] { ++diag.sideband_bad_records; };
+  auto bad = [&] { ++diag[Diag::kSidebandBadRecords]; };
   perf::SampleId sid;
   switch (r.header.type) {
     case perf::kRecordKsymbol: {
@@ -198,16 +200,20 @@ void Symbolizer::Impl::add(const perf::RecordView& r, const perf::SampleLayout& 
       break;
     }
     default:
-      return;
+      return;  // not consumed (Symbolizer::consumes)
   }
   e.cpu = sid.cpu;
-  const bool timed = layout.time_of(r).has_value() || r.header.type == perf::kRecordFork ||
+  // The time order finish() applies (see add_sideband): records stamped 0
+  // (the synthesized state) and records without a stamp come first, in file
+  // order; a FORK or EXIT without one goes by its own time field, and a
+  // record without any time by the newest time of those first records before
+  // it (`first_clock`).
+  const std::optional<uint64_t> stamp = layout.time_of(r);
+  e.first = !stamp || *stamp == 0;
+  const bool timed = stamp || r.header.type == perf::kRecordFork ||
                      r.header.type == perf::kRecordExit;
-  e.time = timed ? sid.time : max_time;
-  // Time 0 is the synthesized state before recording, which sorts first by
-  // definition; anything else older than what came before is out of order.
-  if (e.time != 0 && e.time < max_time) ++diag.sideband_out_of_order;
-  max_time = std::max(max_time, e.time);
+  e.time = timed ? sid.time : first_clock;
+  if (e.first) first_clock = std::max(first_clock, e.time);
   events.push_back(e);
 }
 
@@ -334,16 +340,32 @@ Symbolizer::Symbolizer(const perfdata::Features& features, Options options)
     : impl_(std::make_unique<Impl>(features, std::move(options))) {}
 Symbolizer::~Symbolizer() = default;
 
+bool Symbolizer::consumes(uint32_t type) {
+  switch (type) {
+    case perf::kRecordKsymbol:
+    case perf::kRecordBpfEvent:
+    case perf::kRecordMmap:
+    case perf::kRecordMmap2:
+    case perf::kRecordComm:
+    case perf::kRecordFork:
+    case perf::kRecordExit:
+      return true;
+    default:
+      return false;
+  }
+}
+
 void Symbolizer::add_sideband(const perf::RecordView& r, const perf::SampleLayout& layout) {
-  impl_->add(r, layout);
+  if (consumes(r.header.type)) impl_->add(r, layout);
 }
 
 void Symbolizer::finish() {
   Impl& m = *impl_;
   if (m.finished) return;
   m.finished = true;
-  std::stable_sort(m.events.begin(), m.events.end(),
-                   [](const Event& a, const Event& b) { return a.time < b.time; });
+  std::stable_sort(m.events.begin(), m.events.end(), [](const Event& a, const Event& b) {
+    return a.time != b.time ? a.time < b.time : a.first && !b.first;
+  });
   for (const Event& e : m.events) m.apply(e);
   std::vector<Event>().swap(m.events);
   // The BPF timeline's index and the kernel symbols share nothing: built at once.
@@ -395,7 +417,7 @@ std::string_view Symbolizer::comm(uint32_t pid, uint32_t tid, uint64_t time, Hol
 }
 
 const std::vector<BpfProgram>& Symbolizer::bpf_programs() const { return impl_->bpf.programs(); }
-const Diagnostics& Symbolizer::diagnostics() const { return impl_->diag; }
+const DiagCounts& Symbolizer::diagnostics() const { return impl_->diag; }
 const std::optional<Error>& Symbolizer::kallsyms_error() const { return impl_->kallsyms_error; }
 
 }  // namespace bpfprof::symbols

@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 // Time-correct symbolization from a recording alone: a lookup is
 // (pid, address, time), never address alone. Pass 1 feeds side-band records
-// (KSYMBOL, BPF_EVENT, MMAP/MMAP2, COMM, FORK, EXIT) in time order and builds
-// timelines; after finish() the Symbolizer is immutable and lookups are const
-// and thread-safe, so pass 2 symbolizes samples in parallel. Nothing here asks
-// the live kernel: kernel text comes from the kallsyms snapshot stored in the
-// file, BPF code from KSYMBOL/BPF_EVENT and BPF_PROG_INFO, user code from
-// MMAP2 maps and ELF files (by build id where the file has one).
+// (KSYMBOL, BPF_EVENT, MMAP/MMAP2, COMM, FORK, EXIT), which finish() puts in
+// time order and applies to timelines; after finish() the Symbolizer is
+// immutable and lookups are const and thread-safe, so pass 2 symbolizes
+// samples in parallel. Nothing here asks the live kernel: kernel text comes
+// from the kallsyms snapshot stored in the file, BPF code from
+// KSYMBOL/BPF_EVENT and BPF_PROG_INFO, user code from MMAP2 maps and ELF
+// files (by build id where the file has one).
 #pragma once
 
 #include <cstddef>
@@ -17,6 +18,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/diagnostics.h"
 #include "bpf/prog_info.h"
 #include "perf/records.h"
 #include "perfdata/features.h"
@@ -32,7 +34,7 @@ enum class FrameKind : uint8_t {
   kUnknown,
 };
 
-// Why a frame has no symbol; counted in diagnostics.
+// Why a frame has no symbol; counted in diagnostics (unknown_frames_diag).
 enum class Unknown : uint8_t {
   kNone,
   kNoKallsyms,      // kernel address but the file has no kallsyms snapshot
@@ -45,7 +47,8 @@ enum class Unknown : uint8_t {
   kNoFile,          // mapping without a file to read: [vdso], [heap], //anon, memfd
 };
 inline constexpr size_t kUnknownCount = static_cast<size_t>(Unknown::kNoFile) + 1;
-const char* unknown_reason_name(Unknown u);
+// The diagnostic that counts frames unknown for `u` (not kNone).
+Diag unknown_frames_diag(Unknown u);
 
 // One symbolized address. String views stay valid as long as the Symbolizer.
 struct Frame {
@@ -83,16 +86,6 @@ struct SourceLine {
   std::string_view text;  // the line's source text as BTF carries it
 };
 
-// Named counters shown in every report (DESIGN rule 3).
-struct Diagnostics {
-  uint64_t sideband_out_of_order = 0;   // side-band records older than one already applied
-  uint64_t ksymbol_unregister_unknown = 0;
-  uint64_t bpf_event_without_ksymbol = 0;
-  uint64_t programs_without_info = 0;   // PROG_LOAD with no BPF_PROG_INFO entry
-  uint64_t sideband_bad_records = 0;    // side-band records that failed to parse (skipped)
-  uint64_t unknown_frames[kUnknownCount] = {};  // by Unknown value (filled by lookups' callers)
-};
-
 class Symbolizer {
  public:
   // Addresses from here up are kernel code whatever the sample's cpumode.
@@ -109,10 +102,19 @@ class Symbolizer {
   Symbolizer(const Symbolizer&) = delete;
   Symbolizer& operator=(const Symbolizer&) = delete;
 
-  // Pass 1: every non-sample record, in time order (time 0 = synthesized,
-  // first). Records of other types are ignored.
+  // The record types add_sideband() uses (KSYMBOL, BPF_EVENT, MMAP, MMAP2,
+  // COMM, FORK, EXIT); callers that keep records for it keep these only.
+  static bool consumes(uint32_t type);
+  // Pass 1: the side-band records, in any order (a recording's file order,
+  // or ring after ring): finish() applies them in time order, and this is
+  // the one place that decides it. By time (the sample_id time; FORK and
+  // EXIT without one by their own time field), records of equal times in the
+  // order added; records stamped 0 (the synthesized state before recording
+  // began) and records without a time go first, in the order added, each of
+  // the latter at the newest time of those first records before it. Records
+  // of types not consumed are ignored.
   void add_sideband(const perf::RecordView& r, const perf::SampleLayout& layout);
-  // Ends pass 1; builds lookup indexes.
+  // Ends pass 1: applies the records in time order, builds lookup indexes.
   void finish();
 
   // Pass 2: const, thread-safe. `kernel` from the sample's cpumode or the
@@ -137,7 +139,9 @@ class Symbolizer {
   std::string_view comm(uint32_t pid, uint32_t tid, uint64_t time, Holds& holds) const;
 
   const std::vector<BpfProgram>& bpf_programs() const;
-  const Diagnostics& diagnostics() const;
+  // What pass 1 counted: sideband_bad_records, ksymbol_unregister_unknown,
+  // bpf_event_without_ksymbol, programs_without_info.
+  const DiagCounts& diagnostics() const;
   // Why a packed kallsyms snapshot (Features::kallsyms_packed) could not be
   // decoded, after finish(); kernel code is then unnamed.
   const std::optional<Error>& kallsyms_error() const;

@@ -35,22 +35,6 @@ bool no_pmu(const Error& e) {
          e.sys_errno == ENXIO;
 }
 
-// The side-band records the Symbolizer applies; the rest need not be kept.
-bool symbolizer_input(uint32_t type) {
-  switch (type) {
-    case perf::kRecordKsymbol:
-    case perf::kRecordBpfEvent:
-    case perf::kRecordMmap:
-    case perf::kRecordMmap2:
-    case perf::kRecordComm:
-    case perf::kRecordFork:
-    case perf::kRecordExit:
-      return true;
-    default:
-      return false;
-  }
-}
-
 record::EventSet::Config make_config(const LiveOptions& o, const perf::EventSpec& spec,
                                      const std::vector<int>& cpus, const std::vector<int>& online) {
   const auto page = static_cast<uint32_t>(::sysconf(_SC_PAGESIZE));
@@ -179,7 +163,7 @@ Status LiveSession::drain() {
   }
   for (record::CpuRing& c : events_.sideband_rings()) {
     auto n = c.ring.for_each_record([&](const perf::RecordView& r) {
-      if (symbolizer_input(r.header.type)) {
+      if (symbols::Symbolizer::consumes(r.header.type)) {
         keep_sideband(r);
       } else {
         count_lost(r);

@@ -136,8 +136,8 @@ void expect_same_sessions(const std::string& path, size_t parallel_pieces) {
   EXPECT_EQ(a.header().end_ns, b.header().end_ns);
   EXPECT_EQ(a.header().lost, b.header().lost);
   EXPECT_EQ(a.counters(), b.counters());
-  EXPECT_GT(a.counters().at("sideband_out_of_order"), 0u);
-  EXPECT_GT(a.counters().at("records_unknown_type"), 0u);
+  EXPECT_GT(a.counters()[Diag::kSidebandOutOfOrder], 0u);
+  EXPECT_GT(a.counters()[Diag::kRecordsUnknownType], 0u);
   EXPECT_EQ(a.sample_count(), b.sample_count());
   EXPECT_EQ(a.sample_order().by_rounds, b.sample_order().by_rounds);
   EXPECT_EQ(a.sample_order().max_pending, b.sample_order().max_pending);
