@@ -19,7 +19,8 @@ void add_bpf_addresses(ReportData& data, const symbols::Symbolizer& symbolizer) 
 }
 
 Result<ReportData> load_recording(const std::string& path, const LoadOptions& options) {
-  auto session = Session::open(path, SessionOptions{options.symfs, true, options.progress});
+  auto session =
+      Session::open(path, SessionOptions{options.symfs, true, options.progress, options.kallsyms});
   if (!session.ok()) return std::move(session).error().with_context(path);
   if (options.progress) options.progress->next_pass();
   AggregateOptions agg;

@@ -19,6 +19,7 @@ void add_bpf_addresses(ReportData& data, const symbols::Symbolizer& symbolizer);
 
 struct LoadOptions {
   std::string symfs;
+  std::string kallsyms;  // SessionOptions::kallsyms
   unsigned threads = 0;  // 0 = one per CPU
   bool stacks = true;    // whole callchains (pprof, folded); false = leaf frames only
   bool lines = false;    // BPF source lines on BPF frames

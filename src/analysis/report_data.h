@@ -24,6 +24,9 @@ struct Header {
   uint64_t records = 0;   // records in the data section
   uint64_t lost = 0;      // LOST + LOST_SAMPLES: samples/records the kernel dropped
   uint64_t throttled = 0; // THROTTLE records
+  // Where kernel names come from when not from the file's kallsyms snapshot
+  // (none, or --kallsyms FILE); empty when from the snapshot.
+  std::string kernel_symbols;
   uint64_t duration_ns() const { return end_ns > start_ns ? end_ns - start_ns : 0; }
 };
 

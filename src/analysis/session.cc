@@ -2,11 +2,15 @@
 #include "analysis/session.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
+#include <fstream>
 #include <optional>
+#include <sstream>
 #include <system_error>
 #include <thread>
 
+#include "perfdata/build_ids.h"
 #include "perfdata/file_format.h"
 
 namespace bpfprof::report {
@@ -37,6 +41,49 @@ struct Sideband {
 constexpr int kBoundaryChain = 32;
 // How far past the middle a boundary is looked for.
 constexpr uint64_t kBoundarySearch = 1 << 20;
+
+// --kallsyms FILE, read whole (/proc/kallsyms has no size to stat).
+Result<perfdata::KallsymsTable> read_user_kallsyms(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return make_sys_error("--kallsyms " + path, errno);
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) return make_sys_error("--kallsyms " + path, errno);
+  perfdata::KallsymsTable table = perfdata::KallsymsTable::from_text(text.str());
+  if (table.empty()) {
+    return make_error(Errc::kInvalidArgument,
+                      "--kallsyms " + path +
+                          ": no kernel text symbols with addresses (a user who may not see "
+                          "kernel addresses reads zeros)");
+  }
+  return table;
+}
+
+// The header's "kernel symbols" note: empty when the file's snapshot names
+// kernel code. Without one, says whether this host runs the recorded kernel
+// (BUILD_ID feature against /sys/kernel/notes: the only host file read
+// without the flag, and only for this hint).
+std::string kernel_symbols_note(const perfdata::Features& f, const std::string& kallsyms_flag) {
+  const bool snapshot = f.kallsyms.has_value() || !f.kallsyms_packed.empty();
+  if (!kallsyms_flag.empty()) {
+    return "from --kallsyms " + kallsyms_flag +
+           (snapshot ? " (instead of the file's snapshot)" : "");
+  }
+  if (snapshot) return "";
+  std::string note = "none (the file has no kallsyms snapshot): kernel frames are [unknown]";
+  std::vector<uint8_t> recorded;
+  if (auto it = f.other.find(perfdata::kFeatBuildId); it != f.other.end()) {
+    recorded = perfdata::recorded_kernel_build_id(it->second);
+  }
+  if (!recorded.empty() && recorded == perfdata::running_kernel_build_id()) {
+    static constexpr char kHex[] = "0123456789abcdef";
+    std::string hex;
+    for (uint8_t b : recorded) hex += {kHex[b >> 4], kHex[b & 15]};
+    return note + "; this host runs the recorded kernel (build id " + hex +
+           "): --kallsyms /proc/kallsyms would name them";
+  }
+  return note + "; --kallsyms FILE names them from the recorded kernel's kallsyms";
+}
 
 }  // namespace
 
@@ -281,9 +328,14 @@ Status Session::pass1(const SessionOptions& options) {
   }
   counters_[Diag::kFeatureSectionsUnreadable] = reader_.feature_errors().size();
 
-  // Made before the walk: it starts indexing the kallsyms snapshot meanwhile.
+  std::optional<perfdata::KallsymsTable> user_kallsyms;
+  if (!options.kallsyms.empty()) {
+    BPFPROF_ASSIGN_OR_RETURN(user_kallsyms, read_user_kallsyms(options.kallsyms));
+  }
+  header_.kernel_symbols = kernel_symbols_note(f, options.kallsyms);
+  // Made before the walk: it opens the kallsyms snapshot meanwhile.
   symbolizer_ = std::make_unique<symbols::Symbolizer>(
-      f, symbols::Symbolizer::Options{options.symfs, options.read_elf});
+      f, symbols::Symbolizer::Options{options.symfs, options.read_elf, std::move(user_kallsyms)});
   const uint64_t data_begin = reader_.data_offset();
   const uint64_t data_end = data_begin + reader_.data_size();
   progress_ = options.progress;

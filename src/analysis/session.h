@@ -35,6 +35,9 @@ struct SessionOptions {
   // Updated by pass 1 and by the walks of for_each_sample/for_each_record, at
   // most once per few MiB; must outlive the Session. Null: no progress.
   WalkProgress* progress = nullptr;
+  // --kallsyms FILE: kernel names from this /proc/kallsyms-format file
+  // instead of the recording's snapshot ("" = the snapshot, if any).
+  std::string kallsyms;
   // Pass 1 walks the two halves of a plain data section of at least twice
   // this many bytes at once (tests lower it).
   uint64_t parallel_min_bytes = 16 << 20;

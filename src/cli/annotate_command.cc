@@ -28,6 +28,9 @@ CLI::App* add_flags(CLI::App& app, AnnotateFlags& f) {
       ->required();
   cmd->add_option("--format", f.format, "Output format: text or json")
       ->check(CLI::IsMember({"text", "json"}));
+  cmd->add_option(
+      "--kallsyms", f.kallsyms,
+      "Kernel symbols from this /proc/kallsyms-format file instead of the recording's snapshot");
   cmd->add_flag("-q,--quiet", f.quiet, "No progress line on stderr");
   return cmd;
 }
@@ -43,8 +46,8 @@ Subcommand add_annotate_subcommand(CLI::App& app) {
 int run_annotate(const AnnotateFlags& f) {
   // Only BPF leaf frames matter here: user binaries are never opened.
   ProgressMeter meter(ProgressMeter::for_stderr(f.quiet, 2), f.input);
-  auto session =
-      report::Session::open(f.input, report::SessionOptions{"", false, meter.progress()});
+  auto session = report::Session::open(
+      f.input, report::SessionOptions{"", false, meter.progress(), f.kallsyms});
   if (!session.ok()) {
     meter.stop();
     return fail(session.error());

@@ -18,6 +18,7 @@ struct AnnotateFlags {
   std::string input = "perf.data";
   std::string program;  // name, id, tag or ksym name
   std::string format = "text";
+  std::string kallsyms;  // --kallsyms FILE
   bool quiet = false;  // no progress line
 };
 

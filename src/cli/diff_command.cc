@@ -27,6 +27,9 @@ CLI::App* add_diff_command(CLI::App& app, DiffFlags& f) {
       ->check(CLI::IsMember({"text", "json"}));
   cmd->add_option("-j,--jobs", f.jobs, "Worker threads for samples (default: one per CPU)");
   cmd->add_option("--symfs", f.symfs, "Look for user binaries under this directory");
+  cmd->add_option(
+      "--kallsyms", f.kallsyms,
+      "Kernel symbols from this /proc/kallsyms-format file instead of the recording's snapshot");
   cmd->add_flag("-q,--quiet", f.quiet, "No progress line on stderr");
   return cmd;
 }
@@ -42,6 +45,7 @@ Subcommand add_diff_subcommand(CLI::App& app) {
 int run_diff(const DiffFlags& f) {
   report::LoadOptions o;
   o.symfs = f.symfs;
+  o.kallsyms = f.kallsyms;
   o.threads = f.jobs;
   o.stacks = false;  // leaf frames decide
   ProgressMeter meter(ProgressMeter::for_stderr(f.quiet, 2), f.before + " (1 of 2)");

@@ -19,6 +19,7 @@ struct DiffFlags {
   std::string format = "text";
   unsigned jobs = 0;
   std::string symfs;
+  std::string kallsyms;  // --kallsyms FILE
   bool quiet = false;  // no progress line
 };
 

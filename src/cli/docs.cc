@@ -55,7 +55,7 @@ std::vector<Opt> options_of(const CLI::App& cmd) {
       o.value = Value::kNone;
     } else if (!o.choices.empty()) {
       o.value = Value::kChoices;
-    } else if (main == "--input" || main == "--output") {
+    } else if (main == "--input" || main == "--output" || main == "--kallsyms") {
       o.value = Value::kFile;
     } else if (main == "--symfs") {
       o.value = Value::kDirectory;

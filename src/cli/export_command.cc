@@ -81,6 +81,9 @@ CLI::App* add_export_command(CLI::App& app, ExportFlags& f) {
   cmd->add_option("--title", f.title, "Title of the SVG/HTML flame graph");
   cmd->add_option("-j,--jobs", f.jobs, "Worker threads for samples (default: one per CPU)");
   cmd->add_option("--symfs", f.symfs, "Look for user binaries under this directory");
+  cmd->add_option(
+      "--kallsyms", f.kallsyms,
+      "Kernel symbols from this /proc/kallsyms-format file instead of the recording's snapshot");
   cmd->add_flag("-q,--quiet", f.quiet, "No progress line on stderr");
   return cmd;
 }
@@ -121,8 +124,8 @@ int run_export(const ExportFlags& f) {
   }
   const bool timed = range.from_s || range.to_s;  // one more walk: the first sample's time
   ProgressMeter meter(ProgressMeter::for_stderr(f.quiet, timed ? 3 : 2), f.input);
-  auto session =
-      report::Session::open(f.input, report::SessionOptions{f.symfs, true, meter.progress()});
+  auto session = report::Session::open(
+      f.input, report::SessionOptions{f.symfs, true, meter.progress(), f.kallsyms});
   if (!session.ok()) {
     meter.stop();
     return fail(session.error());

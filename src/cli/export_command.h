@@ -30,6 +30,7 @@ struct ExportFlags {
   std::string title = "bpfprof flame graph";
   unsigned jobs = 0;
   std::string symfs;
+  std::string kallsyms;  // --kallsyms FILE
   bool quiet = false;  // no progress line
 };
 

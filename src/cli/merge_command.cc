@@ -29,6 +29,7 @@ std::string input_label(const MergeFlags& f, size_t i) {
 Result<report::ReportData> load(const MergeFlags& f, size_t i, ProgressMeter& meter) {
   report::LoadOptions o;
   o.symfs = f.symfs;
+  o.kallsyms = f.kallsyms;
   o.threads = f.jobs;
   o.stacks = true;
   o.progress = meter.progress();
@@ -71,6 +72,9 @@ CLI::App* add_merge_command(CLI::App& app, MergeFlags& f) {
   cmd->add_flag("--bpf-only", f.bpf_only, "Only samples whose leaf frame is BPF code");
   cmd->add_option("-j,--jobs", f.jobs, "Worker threads for samples (default: one per CPU)");
   cmd->add_option("--symfs", f.symfs, "Look for user binaries under this directory");
+  cmd->add_option(
+      "--kallsyms", f.kallsyms,
+      "Kernel symbols from this /proc/kallsyms-format file instead of the recording's snapshot");
   cmd->add_flag("-q,--quiet", f.quiet, "No progress line on stderr");
   return cmd;
 }

@@ -22,6 +22,7 @@ struct MergeFlags {
   bool bpf_only = false;
   unsigned jobs = 0;
   std::string symfs;
+  std::string kallsyms;  // --kallsyms FILE
   bool quiet = false;  // no progress line
 };
 

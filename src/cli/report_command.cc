@@ -19,12 +19,15 @@ int fail(const char* command, const Error& e) {
 }
 
 void add_common(CLI::App* cmd, std::string& input, std::string& format, unsigned& jobs,
-                std::string& symfs, bool& quiet) {
+                std::string& symfs, std::string& kallsyms, bool& quiet) {
   cmd->add_option("-i,--input", input, "Input file (default perf.data)");
   cmd->add_option("--format", format, "Output format: text or json")
       ->check(CLI::IsMember({"text", "json"}));
   cmd->add_option("-j,--jobs", jobs, "Worker threads for samples (default: one per CPU)");
   cmd->add_option("--symfs", symfs, "Look for user binaries under this directory");
+  cmd->add_option(
+      "--kallsyms", kallsyms,
+      "Kernel symbols from this /proc/kallsyms-format file instead of the recording's snapshot");
   cmd->add_flag("-q,--quiet", quiet, "No progress line on stderr");
 }
 
@@ -33,7 +36,7 @@ void add_common(CLI::App* cmd, std::string& input, std::string& format, unsigned
 CLI::App* add_report_command(CLI::App& app, ReportFlags& f) {
   CLI::App* cmd = app.add_subcommand(
       "report", "Which BPF programs, kernel and user code took the samples of a recording");
-  add_common(cmd, f.input, f.format, f.jobs, f.symfs, f.quiet);
+  add_common(cmd, f.input, f.format, f.jobs, f.symfs, f.kallsyms, f.quiet);
   cmd->add_option("-s,--sort", f.sort,
                   "Group by these keys (comma-separated or repeated): " +
                       profile::valid_sort_keys() + " (default sym)");
@@ -45,7 +48,7 @@ CLI::App* add_report_command(CLI::App& app, ReportFlags& f) {
 CLI::App* add_script_command(CLI::App& app, ScriptFlags& f) {
   CLI::App* cmd = app.add_subcommand(
       "script", "One line per sample in time order: comm pid/tid [cpu] time: ip sym+off (dso)");
-  add_common(cmd, f.input, f.format, f.jobs, f.symfs, f.quiet);
+  add_common(cmd, f.input, f.format, f.jobs, f.symfs, f.kallsyms, f.quiet);
   return cmd;
 }
 
@@ -63,8 +66,8 @@ int run_report(const ReportFlags& f) {
   auto options = to_render_options(f);
   if (!options.ok()) return fail("report", options.error());
   ProgressMeter meter(ProgressMeter::for_stderr(f.quiet, 2), f.input);
-  auto session =
-      report::Session::open(f.input, report::SessionOptions{f.symfs, true, meter.progress()});
+  auto session = report::Session::open(
+      f.input, report::SessionOptions{f.symfs, true, meter.progress(), f.kallsyms});
   if (!session.ok()) {
     meter.stop();
     return fail("report", session.error());
@@ -89,8 +92,8 @@ int run_report(const ReportFlags& f) {
 int run_script(const ScriptFlags& f) {
   // Only pass 1: the second walk writes the lines as it goes.
   ProgressMeter meter(ProgressMeter::for_stderr(f.quiet, 1), f.input);
-  auto session =
-      report::Session::open(f.input, report::SessionOptions{f.symfs, true, meter.progress()});
+  auto session = report::Session::open(
+      f.input, report::SessionOptions{f.symfs, true, meter.progress(), f.kallsyms});
   meter.stop();
   if (!session.ok()) return fail("script", session.error());
   report::ScriptOptions o;

@@ -21,6 +21,7 @@ struct ReportFlags {
   bool callgraph = false;
   unsigned jobs = 0;
   std::string symfs;
+  std::string kallsyms;  // --kallsyms FILE
   bool quiet = false;  // no progress line
 };
 
@@ -29,6 +30,7 @@ struct ScriptFlags {
   std::string format = "text";
   unsigned jobs = 0;
   std::string symfs;
+  std::string kallsyms;  // --kallsyms FILE
   bool quiet = false;  // no progress line
 };
 

@@ -109,6 +109,7 @@ std::string render_json(const ReportData& d, const RenderOptions& o) {
   j["kernel"] = h.kernel;
   j["arch"] = h.arch;
   if (!h.recorded_by.empty()) j["recorded_by"] = h.recorded_by;
+  if (!h.kernel_symbols.empty()) j["kernel_symbols"] = h.kernel_symbols;
   j["events"] = h.events;
   j["start_ns"] = h.start_ns;
   j["end_ns"] = h.end_ns;

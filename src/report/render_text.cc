@@ -50,6 +50,7 @@ std::string header_text(const ReportData& d) {
   out += fmt::format("# duration: {:.6f} s  samples: {}  lost: {}  throttled: {}\n",
                      static_cast<double>(h.duration_ns()) / 1e9, d.profile.total().samples, h.lost,
                      h.throttled);
+  if (!h.kernel_symbols.empty()) out += fmt::format("# kernel symbols: {}\n", h.kernel_symbols);
   if (d.enrichment) out += enrichment_text(*d.enrichment);
   return out;
 }

@@ -195,6 +195,25 @@ TEST(KallsymsTableTest, HoldsTextSymbolsInAddressOrder) {
   EXPECT_EQ(perfdata::KallsymsTable::from_text("").size(), 0u);
 }
 
+// --kallsyms FILE: the user's symbols name kernel code, with or without a
+// snapshot in the file, and the file's snapshot is not opened.
+TEST(KernelSymbolsTest, UserKallsymsReplaceTheSnapshot) {
+  const std::string user = "ffffffff81000000 T _text\nffffffff81000100 T from_user_file\n";
+  for (bool with_snapshot : {false, true}) {
+    SCOPED_TRACE(with_snapshot);
+    std::vector<std::byte> broken = perfdata::encode_kallsyms(kSnapshot);
+    broken.resize(10);
+    perfdata::Features features;
+    if (with_snapshot) features.kallsyms_packed = broken;
+    Symbolizer::Options o;
+    o.kallsyms = perfdata::KallsymsTable::from_text(user);
+    Symbolizer sym(features, o);
+    sym.finish();
+    EXPECT_EQ(sym.lookup(1, 0xffffffff81000150, 5, true).symbol, "from_user_file");
+    EXPECT_FALSE(sym.kallsyms_error().has_value());
+  }
+}
+
 TEST(KernelSymbolsTest, NoSnapshotMeansNoKallsyms) {
   perfdata::Features features;
   Symbolizer sym(features, {});

@@ -68,7 +68,10 @@ struct Symbolizer::Impl {
     // is only checked (a few hundred microseconds); version 1 is decompressed
     // and parsed, on a thread while the caller walks the file for the
     // side-band records (finish() waits for it).
-    if (features.kallsyms) {
+    if (options.kallsyms) {
+      kernel.set_table(*options.kallsyms);
+      kallsyms_opened = true;
+    } else if (features.kallsyms) {
       kernel.set_table(perfdata::KallsymsTable::from_text(*features.kallsyms));
     } else if (!features.kallsyms_packed.empty()) {
       if (packed_version() == 2) {
@@ -378,7 +381,7 @@ void Symbolizer::finish() {
   // After the kernel MMAPs: they cap the last symbol of each module.
   if (m.kallsyms_open.joinable()) {
     m.kallsyms_open.join();
-  } else if (!m.features.kallsyms && !m.features.kallsyms_packed.empty()) {
+  } else if (!m.options.kallsyms && !m.features.kallsyms && !m.features.kallsyms_packed.empty()) {
     m.open_kallsyms();
   }
   if (m.kernel.has_snapshot()) m.kernel.build();

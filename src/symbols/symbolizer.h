@@ -22,6 +22,7 @@
 #include "bpf/prog_info.h"
 #include "perf/records.h"
 #include "perfdata/features.h"
+#include "perfdata/kallsyms_table.h"
 
 namespace bpfprof::symbols {
 
@@ -94,6 +95,9 @@ class Symbolizer {
   struct Options {
     std::string symfs;       // prefix for user ELF paths (like perf --symfs)
     bool read_elf = true;    // open user binaries for symbols
+    // Kernel symbols the user named (--kallsyms FILE): used instead of the
+    // file's snapshot.
+    std::optional<perfdata::KallsymsTable> kallsyms;
   };
   // `features` must outlive the Symbolizer: kallsyms names, BPF_PROG_INFO and
   // BTF are used in place.

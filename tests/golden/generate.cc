@@ -282,5 +282,14 @@ int main(int argc, char** argv) {
     }
     std::printf("wrote %s\n", path.c_str());
   }
+  // The degraded recording has no snapshot: `report --kallsyms` names its
+  // kernel frames from this file.
+  const std::string kallsyms = dir + "/degraded/kallsyms";
+  std::FILE* out = std::fopen(kallsyms.c_str(), "w");
+  if (out == nullptr || std::fputs(bpfprof::golden::kKallsyms, out) < 0 || std::fclose(out) != 0) {
+    std::fprintf(stderr, "%s: cannot write\n", kallsyms.c_str());
+    return 1;
+  }
+  std::printf("wrote %s\n", kallsyms.c_str());
   return 0;
 }

@@ -40,6 +40,7 @@ const GoldenFile kFiles[] = {
     {"degraded", "report.txt", {"report"}},
     {"degraded", "report.json", {"report", "--format", "json"}},
     {"degraded", "script.txt", {"script"}},
+    {"degraded", "report-kallsyms.txt", {"report", "--kallsyms", "{dir}/kallsyms"}},
 };
 
 std::string read_file(const std::string& path) {
@@ -60,10 +61,16 @@ TEST_P(GoldenTest, MatchesExpected) {
   const GoldenFile& g = GetParam();
   const std::string dir = kGolden + "/" + g.case_name;
   std::vector<std::string> argv{kBin + "/bpfprof"};
-  argv.insert(argv.end(), g.args.begin(), g.args.end());
+  for (std::string a : g.args) {
+    if (a.starts_with("{dir}")) a = dir + a.substr(5);  // a file of the case
+    argv.push_back(std::move(a));
+  }
   argv.insert(argv.end(), {"-i", dir + "/perf.data", "-j", "2"});
   RunResult r = run(argv);
   ASSERT_EQ(r.exit_code, 0) << r.err;
+  // A case's own files are named in the output as {dir}/name, wherever the
+  // checkout is.
+  for (size_t at; (at = r.out.find(dir)) != std::string::npos;) r.out.replace(at, dir.size(), "{dir}");
   const std::string expected_path = dir + "/" + g.expected;
   const char* update = std::getenv("BPFPROF_UPDATE_GOLDEN");
   if (update != nullptr && std::string(update) == "1") {
