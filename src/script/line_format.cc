@@ -1,0 +1,213 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "script/line_format.h"
+
+#include <algorithm>
+#include <cstring>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include <fmt/format.h>
+
+#include "script/json_string.h"
+
+namespace bpfprof::report {
+namespace {
+
+// A line reserves kLineFixed bytes for its fixed text and numbers plus its
+// strings' sizes; that leaves the kPad bytes the field writers may write past
+// their end spare.
+constexpr size_t kLineFixed = 384;
+
+// The leaf of a sample without frames.
+const symbols::Frame kNoFrame{};
+
+bool is_ascii(std::string_view s) {
+  return std::all_of(s.begin(), s.end(), [](char c) { return static_cast<unsigned char>(c) < 0x80; });
+}
+
+// Whether `ip` has an offset into a symbol of `leaf` to print.
+bool offset_known(const symbols::Frame& leaf, uint64_t ip) {
+  return leaf.kind != symbols::FrameKind::kUnknown && leaf.unknown == symbols::Unknown::kNone &&
+         leaf.symbol_start <= ip;
+}
+
+// The line's end for leaf `leaf` at `ip`: "{ip:16x} {sym}+0x{off} ({dso})\n",
+// without "+0x{off}" when the symbol is not known. At most kLineFixed bytes
+// besides the symbol and the dso.
+char* put_tail(char* p, uint64_t ip, const symbols::Frame& leaf) {
+  const bool known = offset_known(leaf, ip);
+  p = put_hex(p, ip, 16);
+  p = put(p, " ");
+  p = put(p, leaf.symbol);
+  if (known) {
+    p = put(p, "+0x");
+    p = put_hex(p, ip - leaf.symbol_start);
+  }
+  p = put(p, " (");
+  p = put(p, leaf.dso);
+  return put(p, ")\n");
+}
+
+}  // namespace
+
+void format_sample(const Session& session, const OrderedSample& ref, ScriptFormat format,
+                   LineScratch& scratch, TextBuffer& out) {
+  std::vector<SymbolizedFrame>& frames = scratch.frames;
+  perf::Sample& parsed = scratch.parsed;
+  if (!perf::Sample::parse_fast(ref.record, *ref.layout, parsed)) {
+    auto full = perf::Sample::parse(ref.record, *ref.layout);
+    if (!full.ok()) {
+      // Pass 1 accepted the header; a body that does not parse is still a sample.
+      out.append(format == ScriptFormat::kJson
+                     ? fmt::format("{{\"error\":\"bad sample at byte offset 0x{:x}\"}}\n",
+                                   ref.record.offset)
+                     : fmt::format("# bad sample at byte offset 0x{:x}\n", ref.record.offset));
+      return;
+    }
+    parsed = *full;
+  }
+  const perf::Sample* sample = &parsed;
+  const symbols::Symbolizer& sym = session.symbolizer();
+  if (format == ScriptFormat::kJson) {
+    const std::string_view comm = sym.comm(sample->pid, sample->tid, sample->time);
+    symbolize_sample(sym, *sample, ref.record.cpumode(), false, frames);
+    const symbols::Frame& leaf = frames.empty() ? kNoFrame : frames.front().frame;
+    const uint64_t ip = frames.empty() ? sample->ip : frames.front().ip;
+    const uint64_t off = offset_known(leaf, ip) ? ip - leaf.symbol_start : 0;
+    // {"comm":..,"pid":..,"tid":..,"cpu":..,"time":..,"period":..,"ip":"0x..",
+    //  "sym":..,"off":..,"dso":..[,"bpf_prog_id":..,"bpf_prog":..]}, as
+    // nlohmann::ordered_json dumps it.
+    const JsonString comm_json(comm), sym_json(leaf.symbol), dso_json(leaf.dso);
+    const symbols::BpfProgram* prog =
+        leaf.bpf_program != 0 ? &sym.bpf_programs()[leaf.bpf_program - 1] : nullptr;
+    std::optional<JsonString> prog_json;
+    if (prog != nullptr) prog_json.emplace(prog->name);
+    char* p = out.reserve(kLineFixed + comm_json.size() + sym_json.size() + dso_json.size() +
+                          (prog_json ? prog_json->size() : 0));
+    p = put(p, "{\"comm\":");
+    p = comm_json.put(p);
+    p = put(p, ",\"pid\":");
+    p = put_uint(p, sample->pid);
+    p = put(p, ",\"tid\":");
+    p = put_uint(p, sample->tid);
+    p = put(p, ",\"cpu\":");
+    p = put_uint(p, sample->cpu);
+    p = put(p, ",\"time\":");
+    p = put_uint(p, sample->time);
+    p = put(p, ",\"period\":");
+    p = put_uint(p, sample->period);
+    p = put(p, ",\"ip\":\"0x");
+    p = put_hex(p, ip);
+    p = put(p, "\",\"sym\":");
+    p = sym_json.put(p);
+    p = put(p, ",\"off\":");
+    p = put_uint(p, off);
+    p = put(p, ",\"dso\":");
+    p = dso_json.put(p);
+    if (prog != nullptr) {
+      // Names repeat across program instances (same code, same tag): the id
+      // says which instance ran.
+      p = put(p, ",\"bpf_prog_id\":");
+      p = put_uint(p, prog->id);
+      p = put(p, ",\"bpf_prog\":");
+      p = prog_json->put(p);
+    }
+    p = put(p, "}\n");
+    out.commit(p);
+    return;
+  }
+  // "{:>16} {:>7}/{:<7} [{:03}] {}.{:06}: {:16x} {}+0x{:x} ({})\n" by hand.
+  // fmt pads by display width; for ASCII that is the byte count.
+  // A kept thread text holds while its comm does, and was made from an ASCII one.
+  const uint64_t time = sample->time;
+  LineScratch::Thread& th = scratch.threads[sample->cpu % scratch.threads.size()];
+  const bool kept = th.size != 0 && th.pid == sample->pid && th.tid == sample->tid &&
+                    th.cpu == sample->cpu && time >= th.comm_from && time < th.comm_to;
+  std::string_view comm;
+  symbols::Symbolizer::Holds comm_holds;
+  if (!kept) comm = sym.comm(sample->pid, sample->tid, time, comm_holds);
+  const bool ascii = kept || is_ascii(comm);
+  if (!ascii) out.append(fmt::format("{:>16}", comm));
+  // The leaf: kernel code (BPF programs among it) from the tail kept for its
+  // ip while the symbolizer's answer there holds, anything else looked up.
+  LineScratch::Tail* tail = nullptr;
+  bool tail_kept = false;
+  const symbols::Frame* leaf = &kNoFrame;
+  uint64_t ip = sample->ip;
+  symbols::Frame kernel_leaf;
+  if (sample->ip != 0 && symbols::Symbolizer::looks_up_kernel(
+                             sample->ip, ref.record.cpumode() == perf::kMiscKernel)) {
+    tail = &scratch.tails[((ip ^ (ip >> 11)) * 0x9e3779b97f4a7c15ULL) >> 54];
+    static_assert(LineScratch::kTails == 1024);  // the top 10 bits pick the slot
+    tail_kept = tail->size != 0 && tail->ip == ip && time >= tail->from && time < tail->to;
+    if (!tail_kept) {
+      symbols::Symbolizer::Holds holds;
+      kernel_leaf = sym.lookup_kernel(ip, time, holds);
+      leaf = &kernel_leaf;
+      // Its text is written below, if it fits (not zeroed: only `size` bytes count).
+      tail->ip = ip;
+      tail->from = holds.from;
+      tail->to = holds.to;
+      tail->size = 0;
+    }
+  } else {
+    symbolize_sample(sym, *sample, ref.record.cpumode(), false, frames);
+    if (!frames.empty()) {
+      leaf = &frames.front().frame;
+      ip = frames.front().ip;
+    }
+  }
+  char* p = out.reserve(kLineFixed + comm.size() + sizeof tail->text + leaf->symbol.size() +
+                        leaf->dso.size());
+  if (kept) {
+    static_assert(sizeof th.text == 64);
+    copy64(p, th.text);
+    p += th.size;
+  } else {
+    char* const start = p;
+    if (ascii) {
+      if (comm.size() < 16) p = put_pad(p, 16 - static_cast<unsigned>(comm.size()), ' ');
+      p = put(p, comm);
+    }
+    p = put(p, " ");
+    p = put_uint(p, sample->pid, 7);
+    p = put(p, "/");
+    p = put_uint(p, sample->tid, 7, ' ', true);
+    p = put(p, " [");
+    p = put_uint(p, sample->cpu, 3, '0');
+    p = put(p, "] ");
+    th.size = 0;
+    if (ascii && static_cast<size_t>(p - start) <= sizeof th.text) {
+      th = {comm_holds.from, comm_holds.to, sample->pid, sample->tid, sample->cpu,
+            static_cast<size_t>(p - start), {}};
+      std::memcpy(th.text, start, th.size);
+    }
+  }
+  auto& sec = scratch.second;
+  if (sec.seconds != sample->time / 1000000000) {
+    sec.seconds = sample->time / 1000000000;
+    char* q = put_uint(sec.text, sec.seconds);
+    *q++ = '.';
+    sec.size = static_cast<size_t>(q - sec.text);
+  }
+  std::memcpy(p, sec.text, sizeof sec.text);
+  p += sec.size;
+  p = put_uint(p, sample->time % 1000000000 / 1000, 6, '0');
+  p = put(p, ": ");
+  if (tail_kept) {
+    std::memcpy(p, tail->text, sizeof tail->text);
+    p += tail->size;
+  } else {
+    char* const start = p;
+    p = put_tail(p, ip, *leaf);
+    const size_t n = static_cast<size_t>(p - start);
+    if (tail != nullptr && n <= sizeof tail->text) {
+      std::memcpy(tail->text, start, n);
+      tail->size = static_cast<uint32_t>(n);
+    }
+  }
+  out.commit(p);
+}
+
+}  // namespace bpfprof::report

@@ -1,0 +1,57 @@
+// SPDX-License-Identifier: Apache-2.0
+// One line of `bpfprof script` for one sample, text or JSON, and the state a
+// formatting thread keeps from line to line to write the next one fast.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "analysis/sample_frames.h"
+#include "analysis/session.h"
+#include "analysis/time_order.h"
+#include "perf/records.h"
+#include "script/script.h"
+#include "script/text_buffer.h"
+
+namespace bpfprof::report {
+
+// A formatting thread's state from line to line. Consecutive samples mostly
+// repeat their thread and second, so the text of those fields is kept.
+struct LineScratch {
+  std::vector<SymbolizedFrame> frames;
+  perf::Sample parsed;
+  // "{comm:>16} {pid:>7}/{tid:<7} [{cpu:03}] " as last written on each CPU
+  // (time order interleaves the CPUs), for that pid, tid and cpu, while the
+  // thread's comm is the one written: times [comm_from, comm_to).
+  struct Thread {
+    uint64_t comm_from = 0, comm_to = 0;
+    uint32_t pid = 0, tid = 0, cpu = 0;
+    size_t size = 0;  // 0: none kept
+    char text[64] = {};
+  };
+  std::array<Thread, 16> threads;
+  // "{seconds}." as last written.
+  struct {
+    uint64_t seconds = UINT64_MAX;
+    size_t size = 0;
+    char text[24] = {};
+  } second;
+  // "{ip:16x} {sym}+0x{off} ({dso})\n" of kernel-code leaves (BPF programs
+  // among them) as last written per ip (direct-mapped), with the times
+  // [from, to) the symbolizer's answer at that ip holds for.
+  struct Tail {
+    uint64_t ip = 0, from = 0, to = 0;
+    uint32_t size = 0;  // 0: none kept
+    char text[100];
+  };
+  static constexpr size_t kTails = 1024;
+  std::vector<Tail> tails = std::vector<Tail>(kTails);
+};
+
+// Appends the line of the sample `ref` to `out`.
+void format_sample(const Session& session, const OrderedSample& ref, ScriptFormat format,
+                   LineScratch& scratch, TextBuffer& out);
+
+}  // namespace bpfprof::report
