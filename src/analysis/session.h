@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "analysis/report_data.h"
+#include "analysis/time_order.h"
 #include "analysis/walk_progress.h"
 #include "base/diagnostics.h"
 #include "base/error.h"
@@ -41,53 +42,6 @@ struct SessionOptions {
   // Pass 1 walks the two halves of a plain data section of at least twice
   // this many bytes at once (tests lower it).
   uint64_t parallel_min_bytes = 16 << 20;
-};
-
-// A FINISHED_ROUND record: its file offset and the RoundClock limit right
-// after it (limits never decrease from one round to the next).
-struct RoundMark {
-  uint64_t offset = 0;
-  uint64_t limit = 0;
-};
-
-// What pass 1 learnt about the time order of samples, for `script`. perf's
-// FINISHED_ROUND contract: when a round ends, every record up to the newest
-// time seen before the previous round ended may be emitted (RoundClock).
-struct SampleOrder {
-  // No sample is older than a limit already passed: emitting at round ends
-  // gives exactly the order of a stable sort by time.
-  bool by_rounds = true;
-  // Most samples waiting for a round end at once under that rule.
-  uint64_t max_pending = 0;
-  // Every FINISHED_ROUND, in file order (their offsets mean something in
-  // plain files only: a COMPRESSED file has no record starts to seek to).
-  std::vector<RoundMark> rounds;
-  // The oldest and newest sample time in each round segment: segment j holds
-  // the records between round end j and round end j + 1 (the data start for
-  // j = 0, the data end after the last), so there is one more than rounds.
-  // Untimed samples count as time 0; a segment without samples has min > max.
-  struct SampleSpan {
-    uint64_t min = UINT64_MAX, max = 0;
-  };
-  std::vector<SampleSpan> segments;
-};
-
-// The FINISHED_ROUND bookkeeping shared by pass 1 and script (same records,
-// same limits): feed every timed record's time, call end_round() at each
-// FINISHED_ROUND.
-class RoundClock {
- public:
-  void saw(uint64_t time) { newest_ = std::max(newest_, time); }
-  // Returns the new limit: records at or before it may be emitted.
-  uint64_t end_round() {
-    limit_ = newest_at_round_;
-    newest_at_round_ = newest_;
-    return limit_;
-  }
-  uint64_t limit() const { return limit_; }
-
- private:
-  uint64_t newest_ = 0, newest_at_round_ = 0, limit_ = 0;
 };
 
 using SampleFn = std::function<void(const perf::RecordView&, const perf::SampleLayout&)>;
@@ -140,9 +94,18 @@ class Session {
  private:
   explicit Session(perfdata::FileReader reader) : reader_(std::move(reader)) {}
   Status pass1(const SessionOptions& options);
+  // Pass 1 over one piece of the data section, and a side-band record it
+  // kept (pass1.h).
   struct Piece;
-  // Pass 1's walk as two halves at once; nullopt: walk the file whole.
-  std::optional<std::vector<std::unique_ptr<Piece>>> walk_in_parallel(uint64_t min_bytes);
+  struct Sideband;
+  using Pieces = std::vector<std::unique_ptr<Piece>>;
+  // Pass 1's walk as two halves at once (parallel_walk.cc); nullopt: walk
+  // the file whole.
+  std::optional<Pieces> walk_in_parallel(uint64_t min_bytes);
+  // Joins the pieces in file order (round_join.cc): header facts, counters,
+  // chunk starts and the sample order. Returns the side-band records in file
+  // order.
+  std::vector<Sideband> join(Pieces& pieces);
 
   perfdata::FileReader reader_;
   WalkProgress* progress_ = nullptr;

@@ -7,6 +7,8 @@
 #include <utility>
 #include <vector>
 
+#include "analysis/session.h"
+
 namespace bpfprof::report {
 namespace {
 

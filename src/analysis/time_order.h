@@ -16,18 +16,68 @@
 //    then grows with the samples. perf files and ours keep the contract.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
 #include <functional>
 #include <memory>
 #include <span>
 #include <vector>
 
-#include "analysis/session.h"
 #include "base/error.h"
 #include "perf/records.h"
 
 namespace bpfprof::report {
+
+class Session;  // analysis/session.h (which includes this header)
+
+// A FINISHED_ROUND record: its file offset and the RoundClock limit right
+// after it (limits never decrease from one round to the next).
+struct RoundMark {
+  uint64_t offset = 0;
+  uint64_t limit = 0;
+};
+
+// What pass 1 learnt about the time order of samples, for `script`. perf's
+// FINISHED_ROUND contract: when a round ends, every record up to the newest
+// time seen before the previous round ended may be emitted (RoundClock).
+struct SampleOrder {
+  // No sample is older than a limit already passed: emitting at round ends
+  // gives exactly the order of a stable sort by time.
+  bool by_rounds = true;
+  // Most samples waiting for a round end at once under that rule.
+  uint64_t max_pending = 0;
+  // Every FINISHED_ROUND, in file order (their offsets mean something in
+  // plain files only: a COMPRESSED file has no record starts to seek to).
+  std::vector<RoundMark> rounds;
+  // The oldest and newest sample time in each round segment: segment j holds
+  // the records between round end j and round end j + 1 (the data start for
+  // j = 0, the data end after the last), so there is one more than rounds.
+  // Untimed samples count as time 0; a segment without samples has min > max.
+  struct SampleSpan {
+    uint64_t min = UINT64_MAX, max = 0;
+  };
+  std::vector<SampleSpan> segments;
+};
+
+// The FINISHED_ROUND bookkeeping shared by pass 1 and script (same records,
+// same limits): feed every timed record's time, call end_round() at each
+// FINISHED_ROUND.
+class RoundClock {
+ public:
+  void saw(uint64_t time) { newest_ = std::max(newest_, time); }
+  // Returns the new limit: records at or before it may be emitted.
+  uint64_t end_round() {
+    limit_ = newest_at_round_;
+    newest_at_round_ = newest_;
+    return limit_;
+  }
+  uint64_t limit() const { return limit_; }
+
+ private:
+  uint64_t newest_ = 0, newest_at_round_ = 0, limit_ = 0;
+};
 
 // Copies of records, back to back. clear() keeps the capacity and growing
 // does not zero the new bytes: a store refilled for every batch or round
