@@ -51,9 +51,12 @@ class ElfSymbols {
  private:
   struct Raw {
     uint64_t addr, size;
-    size_t name_off, name_len;
-    bool global;
+    uint32_t name_off, name_len;
+    // Among aliases at one address, lower first: 0 sized global, 1 sized
+    // local, 2 unsized global, 3 unsized local; then file order.
+    uint32_t alias_class;
   };
+  static void sort_by_address(std::vector<Raw>& raw);
   // Appends the function symbols of .symtab (else .dynsym); true if .symtab.
   bool read_symbols(Elf* elf, std::vector<Raw>& raw);
 
