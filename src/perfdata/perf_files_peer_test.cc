@@ -23,16 +23,28 @@ namespace {
 constexpr const char* kPerf = "/usr/bin/perf";
 
 // "<NAME> events: <N>" of the first (aggregated) block of `perf report --stats`.
-std::map<std::string, uint64_t> perf_stats(const std::string& path) {
+// perf report --stats: record counts by type name. When perf 6.1 stops on a
+// KSYMBOL or BPF_EVENT record of its own file it prints no counts: `refused`
+// holds its error line.
+struct PerfStats {
+  std::map<std::string, uint64_t> counts;
+  std::string refused;
+};
+PerfStats perf_stats(const std::string& path) {
   auto r = testing::run({kPerf, "report", "-i", path, "--stats"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  std::map<std::string, uint64_t> out;
+  PerfStats out;
   static const std::regex line(R"(^\s*([A-Z_0-9]+) events:\s+(\d+))");
   std::istringstream in(r.out);
   for (std::string l; std::getline(in, l);) {
     std::smatch m;
-    if (std::regex_search(l, m, line)) out.emplace(m[1], std::stoull(m[2]));
+    if (std::regex_search(l, m, line)) out.counts.emplace(m[1], std::stoull(m[2]));
   }
+  static const std::regex refused(R"(failed to process type: (17|18) )");
+  std::smatch m;
+  if (out.counts.empty() && std::regex_search(r.err, m, refused)) out.refused = m[0];
+  EXPECT_TRUE(out.counts.count("SAMPLE") || !out.refused.empty())
+      << "perf report --stats printed:\n" << r.out << "\nstderr:\n" << r.err;
   return out;
 }
 
@@ -109,12 +121,21 @@ class PerfFilesTest : public ::testing::Test {
   }
   // Our counts match perf's, names and ids match the header.
   void check_against_perf(const Walk& w, const FileReader& r) {
-    auto stats = perf_stats(path_);
-    EXPECT_GT(stats["SAMPLE"], 0u);
-    EXPECT_EQ(w.by_type.count(perf::kRecordSample) ? w.by_type.at(perf::kRecordSample) : 0,
-              stats["SAMPLE"]);
-    EXPECT_EQ(w.ksymbols.size(), stats["KSYMBOL"]);
-    EXPECT_EQ(w.bpf_events.size(), stats["BPF_EVENT"]);
+    auto [stats, refused] = perf_stats(path_);
+    if (!refused.empty()) {
+      // Kernels grow the header.size of KSYMBOL/BPF_EVENT records by other
+      // listeners' trailers (two recorders at once, as in the test below);
+      // perf 6.1 then stops on its own file. Our reader must have seen the
+      // stale bytes that make it stop; there are no counts to compare.
+      std::printf("perf cannot read its own file (%s): compared without its counts\n", refused.c_str());
+      EXPECT_GT(w.stale, 0u);
+    } else {
+      EXPECT_GT(stats["SAMPLE"], 0u);
+      EXPECT_EQ(w.by_type.count(perf::kRecordSample) ? w.by_type.at(perf::kRecordSample) : 0,
+                stats["SAMPLE"]);
+      EXPECT_EQ(w.ksymbols.size(), stats["KSYMBOL"]);
+      EXPECT_EQ(w.bpf_events.size(), stats["BPF_EVENT"]);
+    }
     auto events = perf_events(path_);
     ASSERT_EQ(events.size(), r.attrs().size());
     for (const FileAttr& a : r.attrs()) {
