@@ -14,11 +14,6 @@
 namespace bpfprof::cli {
 namespace {
 
-int fail(const Error& e) {
-  std::fprintf(stderr, "bpfprof annotate: %s\n", e.to_string().c_str());
-  return e.code == Errc::kInvalidArgument ? 2 : 1;
-}
-
 CLI::App* add_flags(CLI::App& app, AnnotateFlags& f) {
   CLI::App* cmd = app.add_subcommand(
       "annotate", "A BPF program's JIT'd instructions under its source lines, with samples");
@@ -28,10 +23,7 @@ CLI::App* add_flags(CLI::App& app, AnnotateFlags& f) {
       ->required();
   cmd->add_option("--format", f.format, "Output format: text or json")
       ->check(CLI::IsMember({"text", "json"}));
-  cmd->add_option(
-      "--kallsyms", f.kallsyms,
-      "Kernel symbols from this /proc/kallsyms-format file instead of the recording's snapshot");
-  cmd->add_flag("-q,--quiet", f.quiet, "No progress line on stderr");
+  add_kernel_read_flags(cmd, f);
   return cmd;
 }
 
@@ -50,12 +42,12 @@ int run_annotate(const AnnotateFlags& f) {
       f.input, report::SessionOptions{"", false, meter.progress(), f.kallsyms});
   if (!session.ok()) {
     meter.stop();
-    return fail(session.error());
+    return fail("annotate", session.error());
   }
   meter.next_pass();
   auto a = report::annotate(**session, f.program);
   meter.stop();
-  if (!a.ok()) return fail(a.error());
+  if (!a.ok()) return fail("annotate", a.error());
   // Nothing to show at all: say why on stderr rather than print empty listings.
   if (std::all_of(a->listings.begin(), a->listings.end(),
                   [](const report::Listing& l) { return !l.unavailable.empty(); })) {
@@ -68,7 +60,7 @@ int run_annotate(const AnnotateFlags& f) {
   std::string out = f.format == "json" ? report::render_annotate_json(*a)
                                        : report::render_annotate_text(*a, color);
   if (std::fwrite(out.data(), 1, out.size(), stdout) != out.size() || std::fflush(stdout) != 0) {
-    return fail(make_sys_error("writing the listing", errno));
+    return fail("annotate", make_sys_error("writing the listing", errno));
   }
   return 0;
 }

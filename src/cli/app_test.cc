@@ -2,8 +2,13 @@
 // The built binary's top level: `bpfprof` alone, `help`, `version`.
 #include "cli/app.h"
 
+#include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <regex>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -55,6 +60,32 @@ TEST(AppTest, UnknownCommandsAreRefusedWithTheUsage) {
     EXPECT_EQ(r.exit_code, 2);
     EXPECT_NE(r.err.find("'recrod' is not a bpfprof command"), std::string::npos) << r.err;
     EXPECT_NE(r.err.find("\n  record "), std::string::npos) << r.err;
+  }
+}
+
+// One exit-code rule for every command that reads recordings: an input
+// bpfprof does not handle (a version-1 perf.data) is refused with 2, a file
+// that is not a recording fails with 1; one line on stderr either way.
+TEST(AppTest, ReadingCommandsShareOneExitCodeRule) {
+  const std::string dir = ::testing::TempDir();
+  const std::string old_format = dir + "/v1.data", not_perf = dir + "/not_perf.data";
+  {
+    std::ofstream(old_format, std::ios::binary) << "PERFFILE" << std::string(120, '\0');
+    std::ofstream(not_perf, std::ios::binary) << std::string(128, 'x');
+  }
+  for (const auto& [file, code] : {std::pair{old_format, 2}, std::pair{not_perf, 1}}) {
+    const std::vector<std::vector<std::string>> commands = {
+        {"report", "-q", "-i", file},        {"script", "-q", "-i", file},
+        {"export", "-q", "-i", file},        {"annotate", "-q", "-i", file, "x"},
+        {"merge", "-q", file, file},         {"diff", "-q", file, file}};
+    for (std::vector<std::string> argv : commands) {
+      const std::string name = argv.front();
+      argv.insert(argv.begin(), kBpfprof);
+      auto r = run(argv);
+      EXPECT_EQ(r.exit_code, code) << name << " " << file << ": " << r.err;
+      EXPECT_TRUE(r.err.starts_with("bpfprof " + name + ": ")) << r.err;
+      EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    }
   }
 }
 

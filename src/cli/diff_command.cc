@@ -11,11 +11,6 @@
 namespace bpfprof::cli {
 namespace {
 
-int fail(const Error& e) {
-  std::fprintf(stderr, "bpfprof diff: %s\n", e.to_string().c_str());
-  return e.code == Errc::kInvalidArgument ? 2 : 1;
-}
-
 }  // namespace
 
 CLI::App* add_diff_command(CLI::App& app, DiffFlags& f) {
@@ -25,12 +20,7 @@ CLI::App* add_diff_command(CLI::App& app, DiffFlags& f) {
   cmd->add_option("after", f.after, "The new recording")->required();
   cmd->add_option("--format", f.format, "Output format: text or json")
       ->check(CLI::IsMember({"text", "json"}));
-  cmd->add_option("-j,--jobs", f.jobs, "Worker threads for samples (default: one per CPU)");
-  cmd->add_option("--symfs", f.symfs, "Look for user binaries under this directory");
-  cmd->add_option(
-      "--kallsyms", f.kallsyms,
-      "Kernel symbols from this /proc/kallsyms-format file instead of the recording's snapshot");
-  cmd->add_flag("-q,--quiet", f.quiet, "No progress line on stderr");
+  add_read_flags(cmd, f);
   return cmd;
 }
 
@@ -53,18 +43,18 @@ int run_diff(const DiffFlags& f) {
   auto before = report::load_recording(f.before, o);
   if (!before.ok()) {
     meter.stop();
-    return fail(before.error());
+    return fail("diff", before.error());
   }
   meter.next_file(f.after + " (2 of 2)");
   auto after = report::load_recording(f.after, o);
   meter.stop();
-  if (!after.ok()) return fail(after.error());
+  if (!after.ok()) return fail("diff", after.error());
   report::Diff d = report::diff_reports(*before, *after);
   d.before_path = f.before;
   d.after_path = f.after;
   std::string out = f.format == "json" ? report::render_diff_json(d) : report::render_diff_text(d);
   Status written = report::write_output("-", out);
-  if (!written.ok()) return fail(written.error());
+  if (!written.ok()) return fail("diff", written.error());
   return 0;
 }
 

@@ -3,24 +3,21 @@
 // (name + tag) and per leaf symbol (symbol + dso), samples before and after,
 // their delta, and the same as percents of each recording's own samples;
 // sorted by |delta|. Exit codes: 0 done; 1 an input cannot be read; 2 bad
-// command line.
+// command line or refused (exit_code_for).
 #pragma once
 
 #include <string>
 
 #include <CLI/CLI.hpp>
 
+#include "cli/command_common.h"
 #include "cli/subcommand.h"
 
 namespace bpfprof::cli {
 
-struct DiffFlags {
+struct DiffFlags : ReadFlags {
   std::string before, after;
   std::string format = "text";
-  unsigned jobs = 0;
-  std::string symfs;
-  std::string kallsyms;  // --kallsyms FILE
-  bool quiet = false;  // no progress line
 };
 
 CLI::App* add_diff_command(CLI::App& app, DiffFlags& flags);

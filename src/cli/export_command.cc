@@ -20,11 +20,6 @@
 namespace bpfprof::cli {
 namespace {
 
-int fail(const Error& e) {
-  std::fprintf(stderr, "bpfprof export: %s\n", e.to_string().c_str());
-  return e.code == Errc::kInvalidArgument ? 2 : 1;
-}
-
 Result<std::optional<double>> parse_seconds(std::string_view s, const char* which) {
   if (s.empty()) return std::optional<double>();
   double v = 0;
@@ -79,12 +74,7 @@ CLI::App* add_export_command(CLI::App& app, ExportFlags& f) {
   cmd->add_option("--time", f.time,
                   "Only samples in FROM,TO (seconds from the first sample; either may be empty)");
   cmd->add_option("--title", f.title, "Title of the SVG/HTML flame graph");
-  cmd->add_option("-j,--jobs", f.jobs, "Worker threads for samples (default: one per CPU)");
-  cmd->add_option("--symfs", f.symfs, "Look for user binaries under this directory");
-  cmd->add_option(
-      "--kallsyms", f.kallsyms,
-      "Kernel symbols from this /proc/kallsyms-format file instead of the recording's snapshot");
-  cmd->add_flag("-q,--quiet", f.quiet, "No progress line on stderr");
+  add_read_flags(cmd, f);
   return cmd;
 }
 
@@ -115,11 +105,11 @@ Result<TimeRange> parse_time_range(std::string_view text) {
 int run_export(const ExportFlags& f) {
   // Checked before the (possibly long) read of the recording.
   auto writer = report::export_writer(f.format);
-  if (!writer.ok()) return fail(writer.error());
+  if (!writer.ok()) return fail("export", writer.error());
   TimeRange range;
   if (!f.time.empty()) {
     auto parsed = parse_time_range(f.time);
-    if (!parsed.ok()) return fail(parsed.error());
+    if (!parsed.ok()) return fail("export", parsed.error());
     range = *parsed;
   }
   const bool timed = range.from_s || range.to_s;  // one more walk: the first sample's time
@@ -128,7 +118,7 @@ int run_export(const ExportFlags& f) {
       f.input, report::SessionOptions{f.symfs, true, meter.progress(), f.kallsyms});
   if (!session.ok()) {
     meter.stop();
-    return fail(session.error());
+    return fail("export", session.error());
   }
 
   report::AggregateOptions agg;
@@ -144,7 +134,7 @@ int run_export(const ExportFlags& f) {
     auto first = report::first_sample_time(**session);
     if (!first.ok()) {
       meter.stop();
-      return fail(first.error());
+      return fail("export", first.error());
     }
     if (range.from_s) agg.filter.from_ns = *first + to_ns(*range.from_s);
     if (range.to_s) agg.filter.to_ns = *first + to_ns(*range.to_s);
@@ -166,9 +156,9 @@ int run_export(const ExportFlags& f) {
   o.subtitle = fmt::format("{}: {} samples{}{}", f.input, shown, f.bpf_only ? ", BPF leaves only" : "",
                            filters);
   auto bytes = (**writer)(data, o);
-  if (!bytes.ok()) return fail(bytes.error());
+  if (!bytes.ok()) return fail("export", bytes.error());
   Status written = write_output(f.output, *bytes);
-  if (!written.ok()) return fail(written.error());
+  if (!written.ok()) return fail("export", written.error());
   return 0;
 }
 

@@ -5,7 +5,7 @@
 // HTML page) or a JSON tree. Exit codes: 0 done (also for an empty
 // recording: valid empty output and a notice on stderr); 1 the input cannot
 // be read or the output cannot be written; 2 bad command line (an unsupported
-// format lists the supported ones).
+// format lists the supported ones) or refused (exit_code_for).
 #pragma once
 
 #include <cstdint>
@@ -16,11 +16,12 @@
 #include <CLI/CLI.hpp>
 
 #include "base/error.h"
+#include "cli/command_common.h"
 #include "cli/subcommand.h"
 
 namespace bpfprof::cli {
 
-struct ExportFlags {
+struct ExportFlags : ReadFlags {
   std::string input = "perf.data";
   std::string format = "folded";
   std::string output;  // empty = stdout
@@ -28,10 +29,6 @@ struct ExportFlags {
   int64_t pid = -1;    // -1 = every process
   std::string time;    // "FROM,TO" in seconds from the first sample
   std::string title = "bpfprof flame graph";
-  unsigned jobs = 0;
-  std::string symfs;
-  std::string kallsyms;  // --kallsyms FILE
-  bool quiet = false;  // no progress line
 };
 
 CLI::App* add_export_command(CLI::App& app, ExportFlags& flags);

@@ -15,11 +15,6 @@
 namespace bpfprof::cli {
 namespace {
 
-int fail(const Error& e) {
-  std::fprintf(stderr, "bpfprof merge: %s\n", e.to_string().c_str());
-  return e.code == Errc::kInvalidArgument ? 2 : 1;
-}
-
 // What the progress line calls the i-th input.
 std::string input_label(const MergeFlags& f, size_t i) {
   return fmt::format("{} ({} of {})", f.inputs[i], i + 1, f.inputs.size());
@@ -70,12 +65,7 @@ CLI::App* add_merge_command(CLI::App& app, MergeFlags& f) {
   cmd->add_option("--format", f.format, "Output format: pprof (gzip) or folded")
       ->check(CLI::IsMember({"pprof", "folded"}));
   cmd->add_flag("--bpf-only", f.bpf_only, "Only samples whose leaf frame is BPF code");
-  cmd->add_option("-j,--jobs", f.jobs, "Worker threads for samples (default: one per CPU)");
-  cmd->add_option("--symfs", f.symfs, "Look for user binaries under this directory");
-  cmd->add_option(
-      "--kallsyms", f.kallsyms,
-      "Kernel symbols from this /proc/kallsyms-format file instead of the recording's snapshot");
-  cmd->add_flag("-q,--quiet", f.quiet, "No progress line on stderr");
+  add_read_flags(cmd, f);
   return cmd;
 }
 
@@ -91,9 +81,9 @@ int run_merge(const MergeFlags& f) {
   ProgressMeter meter(ProgressMeter::for_stderr(f.quiet, 2), input_label(f, 0));
   auto bytes = f.format == "folded" ? merge_folded(f, meter) : merge_pprof(f, meter);
   meter.stop();
-  if (!bytes.ok()) return fail(bytes.error());
+  if (!bytes.ok()) return fail("merge", bytes.error());
   Status written = report::write_output(f.output, *bytes);
-  if (!written.ok()) return fail(written.error());
+  if (!written.ok()) return fail("merge", written.error());
   return 0;
 }
 

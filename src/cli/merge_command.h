@@ -3,7 +3,8 @@
 // profile from recordings of several hosts. BPF programs are the same program
 // when name and tag agree (ids are per boot), other code when symbol and dso
 // agree; pprof samples carry a `host` label. Exit codes: 0 done; 1 an input
-// cannot be read or the output cannot be written; 2 bad command line.
+// cannot be read or the output cannot be written; 2 bad command line or refused
+// (exit_code_for).
 #pragma once
 
 #include <string>
@@ -11,19 +12,16 @@
 
 #include <CLI/CLI.hpp>
 
+#include "cli/command_common.h"
 #include "cli/subcommand.h"
 
 namespace bpfprof::cli {
 
-struct MergeFlags {
+struct MergeFlags : ReadFlags {
   std::vector<std::string> inputs;
   std::string output = "-";  // "-" = stdout
   std::string format = "pprof";
   bool bpf_only = false;
-  unsigned jobs = 0;
-  std::string symfs;
-  std::string kallsyms;  // --kallsyms FILE
-  bool quiet = false;  // no progress line
 };
 
 CLI::App* add_merge_command(CLI::App& app, MergeFlags& flags);

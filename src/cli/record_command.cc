@@ -110,31 +110,9 @@ Result<record::RecordOptions> to_options(const RecordFlags& f, const std::vector
   return o;
 }
 
-int exit_code_for(const Error& e) {
-  switch (e.code) {
-    case Errc::kPermission:
-    case Errc::kInvalidArgument:
-    case Errc::kUnsupported:
-      return 2;
-    default:
-      return 1;
-  }
-}
-
-namespace {
-
-void print_error(const Error& e) {
-  std::fprintf(stderr, "bpfprof record: %s\n", e.to_string().c_str());
-}
-
-}  // namespace
-
 int run_record(const RecordFlags& flags, const std::vector<std::string>& argv) {
   auto options = to_options(flags, argv);
-  if (!options.ok()) {
-    print_error(options.error());
-    return exit_code_for(options.error());
-  }
+  if (!options.ok()) return fail("record", options.error());
   const bool tty = !flags.quiet && ::isatty(STDERR_FILENO);
   bool progress_shown = false;
   record::RecordSink sink;
@@ -152,10 +130,7 @@ int run_record(const RecordFlags& flags, const std::vector<std::string>& argv) {
   }
   auto stats = record::record(*options, sink);
   if (progress_shown) std::fputs("\r\x1b[K", stderr);
-  if (!stats.ok()) {
-    print_error(stats.error());
-    return exit_code_for(stats.error());
-  }
+  if (!stats.ok()) return fail("record", stats.error());
   if (!flags.quiet) {
     std::fprintf(stderr, "%s\n", record::format_summary(*stats).c_str());
     if (!stats->enrichment.programs.empty()) {

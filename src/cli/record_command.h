@@ -11,6 +11,7 @@
 #include <CLI/CLI.hpp>
 
 #include "base/error.h"
+#include "cli/command_common.h"
 #include "record/options.h"
 
 namespace bpfprof::cli {
@@ -53,8 +54,5 @@ Result<record::RecordOptions> to_options(const RecordFlags& flags,
 
 // Runs the recording and prints; returns the exit code.
 int run_record(const RecordFlags& flags, const std::vector<std::string>& argv);
-
-// 2 for refusals (permission, invalid argument, unsupported), else 1.
-int exit_code_for(const Error& error);
 
 }  // namespace bpfprof::cli

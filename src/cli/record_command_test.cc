@@ -101,6 +101,7 @@ TEST_F(RecordCommandTest, NothingToRecord) {
 TEST(ExitCodeTest, RefusalsAreTwoFailuresAreOne) {
   EXPECT_EQ(exit_code_for(make_error(Errc::kPermission, "x")), 2);
   EXPECT_EQ(exit_code_for(make_error(Errc::kInvalidArgument, "x")), 2);
+  EXPECT_EQ(exit_code_for(make_error(Errc::kUnsupported, "x")), 2);
   EXPECT_EQ(exit_code_for(make_error(Errc::kIo, "x")), 1);
   EXPECT_EQ(exit_code_for(make_error(Errc::kSystem, "x")), 1);
 }

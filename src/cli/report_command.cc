@@ -13,22 +13,11 @@
 namespace bpfprof::cli {
 namespace {
 
-int fail(const char* command, const Error& e) {
-  std::fprintf(stderr, "bpfprof %s: %s\n", command, e.to_string().c_str());
-  return e.code == Errc::kInvalidArgument ? 2 : 1;
-}
-
-void add_common(CLI::App* cmd, std::string& input, std::string& format, unsigned& jobs,
-                std::string& symfs, std::string& kallsyms, bool& quiet) {
+void add_common(CLI::App* cmd, std::string& input, std::string& format, ReadFlags& read) {
   cmd->add_option("-i,--input", input, "Input file (default perf.data)");
   cmd->add_option("--format", format, "Output format: text or json")
       ->check(CLI::IsMember({"text", "json"}));
-  cmd->add_option("-j,--jobs", jobs, "Worker threads for samples (default: one per CPU)");
-  cmd->add_option("--symfs", symfs, "Look for user binaries under this directory");
-  cmd->add_option(
-      "--kallsyms", kallsyms,
-      "Kernel symbols from this /proc/kallsyms-format file instead of the recording's snapshot");
-  cmd->add_flag("-q,--quiet", quiet, "No progress line on stderr");
+  add_read_flags(cmd, read);
 }
 
 }  // namespace
@@ -36,7 +25,7 @@ void add_common(CLI::App* cmd, std::string& input, std::string& format, unsigned
 CLI::App* add_report_command(CLI::App& app, ReportFlags& f) {
   CLI::App* cmd = app.add_subcommand(
       "report", "Which BPF programs, kernel and user code took the samples of a recording");
-  add_common(cmd, f.input, f.format, f.jobs, f.symfs, f.kallsyms, f.quiet);
+  add_common(cmd, f.input, f.format, f);
   cmd->add_option("-s,--sort", f.sort,
                   "Group by these keys (comma-separated or repeated): " +
                       profile::valid_sort_keys() + " (default sym)");
@@ -48,7 +37,7 @@ CLI::App* add_report_command(CLI::App& app, ReportFlags& f) {
 CLI::App* add_script_command(CLI::App& app, ScriptFlags& f) {
   CLI::App* cmd = app.add_subcommand(
       "script", "One line per sample in time order: comm pid/tid [cpu] time: ip sym+off (dso)");
-  add_common(cmd, f.input, f.format, f.jobs, f.symfs, f.kallsyms, f.quiet);
+  add_common(cmd, f.input, f.format, f);
   return cmd;
 }
 

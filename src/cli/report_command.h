@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // `bpfprof report` and `bpfprof script`: flags, messages, exit codes (0 ok,
-// 1 the input cannot be read or is corrupt, 2 bad command line).
+// 1 the input cannot be read or is corrupt, 2 bad command line or
+// refused: exit_code_for).
 #pragma once
 
 #include <string>
@@ -9,29 +10,22 @@
 #include <CLI/CLI.hpp>
 
 #include "analysis/aggregate.h"
+#include "cli/command_common.h"
 #include "report/render.h"
 
 namespace bpfprof::cli {
 
-struct ReportFlags {
+struct ReportFlags : ReadFlags {
   std::string input = "perf.data";
   std::vector<std::string> sort;  // each may hold comma-separated keys
   bool bpf_only = false;
   std::string format = "text";
   bool callgraph = false;
-  unsigned jobs = 0;
-  std::string symfs;
-  std::string kallsyms;  // --kallsyms FILE
-  bool quiet = false;  // no progress line
 };
 
-struct ScriptFlags {
+struct ScriptFlags : ReadFlags {
   std::string input = "perf.data";
   std::string format = "text";
-  unsigned jobs = 0;
-  std::string symfs;
-  std::string kallsyms;  // --kallsyms FILE
-  bool quiet = false;  // no progress line
 };
 
 CLI::App* add_report_command(CLI::App& app, ReportFlags& flags);

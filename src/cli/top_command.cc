@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "cli/command_common.h"
 #include "cli/record_command.h"
 #include "perf/event_open.h"
 #include "top/top.h"
@@ -49,8 +50,7 @@ int run_top(const TopFlags& f) {
   };
   Status s = top::run_top(o, stdout, notice);
   if (!s.ok()) {
-    std::fprintf(stderr, "bpfprof top: %s\n", s.error().to_string().c_str());
-    return exit_code_for(s.error());
+    return fail("top", s.error());
   }
   return 0;
 }
