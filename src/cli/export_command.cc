@@ -13,6 +13,7 @@
 #include "analysis/recording.h"
 #include "analysis/sample_filter.h"
 #include "analysis/session.h"
+#include "base/output_open.h"
 #include "cli/progress_meter.h"
 #include "export/export.h"
 #include "profile/group.h"
@@ -40,23 +41,6 @@ uint64_t shown_samples(const profile::Profile& p, bool bpf_only) {
     if (!bpf_only || profile::is_bpf_leaf(p.leaf(key.stack))) n += counts.samples;
   }
   return n;
-}
-
-Status write_output(const std::string& path, const std::string& bytes) {
-  if (path.empty() || path == "-") {
-    if (std::fwrite(bytes.data(), 1, bytes.size(), stdout) != bytes.size() ||
-        std::fflush(stdout) != 0) {
-      return make_sys_error("writing to stdout", errno);
-    }
-    return ok_status();
-  }
-  std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(std::fopen(path.c_str(), "wb"), std::fclose);
-  if (!f) return make_sys_error("opening " + path, errno);
-  if (std::fwrite(bytes.data(), 1, bytes.size(), f.get()) != bytes.size()) {
-    return make_sys_error("writing " + path, errno);
-  }
-  if (std::fclose(f.release()) != 0) return make_sys_error("closing " + path, errno);
-  return ok_status();
 }
 
 }  // namespace
@@ -157,7 +141,7 @@ int run_export(const ExportFlags& f) {
                            filters);
   auto bytes = (**writer)(data, o);
   if (!bytes.ok()) return fail("export", bytes.error());
-  Status written = write_output(f.output, *bytes);
+  Status written = write_file(f.output, *bytes);
   if (!written.ok()) return fail("export", written.error());
   return 0;
 }

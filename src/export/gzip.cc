@@ -3,8 +3,7 @@
 
 #include <zlib.h>
 
-#include <cerrno>
-#include <cstdio>
+#include "base/output_open.h"
 
 namespace bpfprof::report {
 namespace {
@@ -72,19 +71,7 @@ Result<std::string> gzip_decompress(std::string_view data) {
 }
 
 Status write_output(const std::string& path, std::string_view bytes) {
-  const bool to_stdout = path == "-";
-  std::FILE* f = to_stdout ? stdout : std::fopen(path.c_str(), "wb");
-  if (f == nullptr) return make_sys_error("opening " + path, errno);
-  if (std::fwrite(bytes.data(), 1, bytes.size(), f) != bytes.size()) {
-    int err = errno;
-    if (!to_stdout) std::fclose(f);
-    return make_sys_error("writing " + path, err);
-  }
-  // A full disk may only show when the buffer is flushed.
-  if ((to_stdout ? std::fflush(f) : std::fclose(f)) != 0) {
-    return make_sys_error("writing " + path, errno);
-  }
-  return ok_status();
+  return write_file(path, bytes);
 }
 
 }  // namespace bpfprof::report

@@ -4,8 +4,6 @@
 // write never leaves a file perf cannot read.
 #include "perfdata/writer.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -62,21 +60,24 @@ int pwrite_all(int fd, Bytes b, uint64_t offset) {
 
 }  // namespace
 
-Result<FileWriter> FileWriter::create(const std::string& path, std::vector<AttrEntry> attrs) {
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0) return io_error("creating", path, errno);
+Result<FileWriter> FileWriter::create(const std::string& path, std::vector<AttrEntry> attrs,
+                                      const OutputOpen& how) {
+  OutputOpen open_how = how;
+  open_how.mode = 0600;
+  open_how.set_mode = true;
+  BPFPROF_ASSIGN_OR_RETURN(OpenedOutput out, open_output(path, open_how));
   FileWriter w;
   w.path_ = path;
-  w.fd_.reset(fd);
-  struct stat st{};
-  if (::fstat(fd, &st) != 0) return io_error("stat", path, errno);
+  w.fd_ = std::move(out.fd);
   // A device such as /dev/null is written to, never chmod-ed, cut or removed.
-  w.regular_ = S_ISREG(st.st_mode);
-  // O_CREAT's mode does not apply to a file that already existed.
-  if (w.regular_ && ::fchmod(fd, 0600) != 0) return io_error("chmod", path, errno);
+  w.regular_ = out.regular;
+  w.rotated_ = out.rotated;
   w.attrs_ = std::move(attrs);
   w.buffer_.reserve(kBufferSize);
-  BPFPROF_TRY(w.write_preamble());
+  if (Status s = w.write_preamble(); !s.ok()) {
+    w.abandon();
+    return std::move(s).error();
+  }
   return w;
 }
 
@@ -280,22 +281,10 @@ Status FileWriter::close_after_error(const Features& features) {
 void FileWriter::abandon() {
   fd_.reset();
   if (regular_ && !path_.empty()) (void)::unlink(path_.c_str());
+  // rename(2) puts the previous file back without following any link.
+  if (rotated_) (void)std::rename((path_ + ".old").c_str(), path_.c_str());
+  rotated_ = false;
   failed_ = true;
-}
-
-Status rotate_old(const std::string& path, bool* rotated) {
-  if (rotated) *rotated = false;
-  struct stat st{};
-  if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_size == 0) {
-    return ok_status();
-  }
-  std::string old = path + ".old";
-  if (::rename(path.c_str(), old.c_str()) != 0) {
-    if (errno == ENOENT) return ok_status();
-    return io_error("renaming " + path + " to", old, errno);
-  }
-  if (rotated) *rotated = true;
-  return ok_status();
 }
 
 }  // namespace bpfprof::perfdata

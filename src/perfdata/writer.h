@@ -11,6 +11,7 @@
 
 #include "base/byte_cursor.h"
 #include "base/error.h"
+#include "base/output_open.h"
 #include "base/unique_fd.h"
 #include "perfdata/features.h"
 
@@ -24,11 +25,13 @@ struct AttrEntry {
 
 class FileWriter {
  public:
-  // Creates `path` (mode 0600; fails if it cannot be created; an existing
-  // device such as /dev/null is only written to) and writes the
-  // placeholder header, ids and attrs. Attr ids may be added until the first
-  // append through attr_ids_mutable(); they are rewritten then.
-  static Result<FileWriter> create(const std::string& path, std::vector<AttrEntry> attrs);
+  // Creates `path` through open_output (mode 0600, a symbolic link refused;
+  // an existing device such as /dev/null is only written to; `how.keep_old`
+  // renames a previous file to path.old first) and writes the placeholder
+  // header, ids and attrs. Attr ids may be added until the first append
+  // through attr_ids_mutable(); they are rewritten then.
+  static Result<FileWriter> create(const std::string& path, std::vector<AttrEntry> attrs,
+                                   const OutputOpen& how = {});
 
   FileWriter(FileWriter&&) noexcept;
   FileWriter& operator=(FileWriter&&) noexcept;
@@ -46,12 +49,14 @@ class FileWriter {
   // Flushes, writes the features, rewrites the header. After a write error it
   // cuts the data back to the last complete round and still writes the header.
   Status close(const Features& features);
-  // Removes the file (recording failed before anything useful was written);
-  // a device is left alone.
+  // Removes the file (recording failed before anything useful was written)
+  // and puts path.old back where create() rotated it; a device is left alone.
   void abandon();
 
   uint64_t data_bytes() const;    // bytes of data written so far (incl. buffered)
+  bool write_failed() const { return failed_ && fd_.valid(); }  // close() cuts back
   const std::string& path() const { return path_; }
+  bool rotated() const { return rotated_; }  // create() renamed a previous file to path.old
 
  private:
   FileWriter() = default;
@@ -74,12 +79,8 @@ class FileWriter {
   bool data_started_ = false;     // the preamble is final
   bool ids_dirty_ = false;        // attr_ids_mutable() was called
   bool regular_ = true;           // a regular file (not a device like /dev/null)
+  bool rotated_ = false;
   Error first_error_;
 };
-
-// Renames an existing regular `path` of nonzero size to `path + ".old"` (perf's
-// convention); anything else (absent, empty, a device such as /dev/null) stays.
-// Sets *rotated to whether it renamed.
-Status rotate_old(const std::string& path, bool* rotated = nullptr);
 
 }  // namespace bpfprof::perfdata

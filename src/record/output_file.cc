@@ -9,23 +9,14 @@ namespace bpfprof::record {
 
 Result<OutputFile> OutputFile::create(const std::string& path,
                                       std::vector<perfdata::AttrEntry> attrs) {
-  bool rotated = false;
-  if (auto s = perfdata::rotate_old(path, &rotated); !s.ok()) {
-    return std::move(s).error().with_context("keeping the old " + path);
-  }
-  auto writer = perfdata::FileWriter::create(path, std::move(attrs));
-  if (!writer.ok()) {
-    if (rotated) std::rename((path + ".old").c_str(), path.c_str());
-    return std::move(writer).error();
-  }
-  return OutputFile(std::move(writer).value(), path, rotated);
+  OutputOpen how;
+  how.keep_old = true;
+  BPFPROF_ASSIGN_OR_RETURN(perfdata::FileWriter writer,
+                           perfdata::FileWriter::create(path, std::move(attrs), how));
+  return OutputFile(std::move(writer));
 }
 
-void OutputFile::abandon() {
-  writer_.abandon();
-  if (rotated_) std::rename((path_ + ".old").c_str(), path_.c_str());
-  rotated_ = false;
-}
+void OutputFile::abandon() { writer_.abandon(); }
 
 std::string event_name_with_modifiers(const std::string& base, const perf_event_attr& attr) {
   if (attr.exclude_kernel && !attr.exclude_user) return base + ":u";

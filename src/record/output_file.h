@@ -28,11 +28,8 @@ class OutputFile {
   void abandon();
 
  private:
-  OutputFile(perfdata::FileWriter writer, std::string path, bool rotated)
-      : writer_(std::move(writer)), path_(std::move(path)), rotated_(rotated) {}
+  explicit OutputFile(perfdata::FileWriter writer) : writer_(std::move(writer)) {}
   perfdata::FileWriter writer_;
-  std::string path_;
-  bool rotated_ = false;
 };
 
 // The EVENT_DESC name of an event: `base` plus perf's modifier for what the

@@ -214,8 +214,16 @@ Result<RecordStats> record(const RecordOptions& o, const RecordSink& sink) {
   BPFPROF_ASSIGN_OR_RETURN(OutputFile out, OutputFile::create(o.output, std::move(attrs)));
   perfdata::FileWriter& writer = out.writer();
 
-  // Until the drain loop runs, a failure leaves nothing behind.
+  // Until the drain loop runs, a failure leaves nothing behind, except a
+  // write error (a full disk): the file is kept, cut back to its last
+  // complete round, with a valid header, as any later write error leaves it.
   auto before_start = [&](Error e) -> Error {
+    if (writer.write_failed()) {
+      perfdata::Features features = perfdata::host_features();
+      features.cmdline = cmdline_with_exe(o.cmdline);
+      Status closed = writer.close(features);
+      return closed.ok() ? e : std::move(closed).error();
+    }
     out.abandon();
     return e;
   };
