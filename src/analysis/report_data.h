@@ -27,6 +27,9 @@ struct Header {
   // Where kernel names come from when not from the file's kallsyms snapshot
   // (none, or --kallsyms FILE); empty when from the snapshot.
   std::string kernel_symbols;
+  // Feature sections present but unreadable, one line each naming the
+  // section and its byte offset (feature_sections_unreadable counts them).
+  std::vector<std::string> unreadable_sections;
   uint64_t duration_ns() const { return end_ns > start_ns ? end_ns - start_ns : 0; }
 };
 

@@ -92,6 +92,7 @@ Status Session::pass1(const SessionOptions& options) {
     header_.events.push_back(name.empty() ? "event" + std::to_string(i) : name);
   }
   counters_[Diag::kFeatureSectionsUnreadable] = reader_.feature_errors().size();
+  for (const Error& e : reader_.feature_errors()) header_.unreadable_sections.push_back(e.to_string());
 
   std::optional<perfdata::KallsymsTable> user_kallsyms;
   if (!options.kallsyms.empty()) {
@@ -130,7 +131,10 @@ Status Session::pass1(const SessionOptions& options) {
   for (const Sideband& s : sideband) symbolizer_->add_sideband(s.record, *s.layout);
   symbolizer_->finish();
   // A snapshot the reader left packed is decoded by the symbolizer.
-  if (symbolizer_->kallsyms_error()) counters_[Diag::kFeatureSectionsUnreadable]++;
+  if (const auto& e = symbolizer_->kallsyms_error()) {
+    counters_[Diag::kFeatureSectionsUnreadable]++;
+    header_.unreadable_sections.push_back(e->to_string());
+  }
   return ok_status();
 }
 

@@ -4,9 +4,12 @@
 // info_len, u32 data_len, u64 arrays, bpf_prog_info with array pointer fields
 // holding offsets into data[], then data[] (arrays in PERF_BPIL bit order,
 // each padded to 8). perf-data-format.md section 8.6.
+#include <algorithm>
 #include <cstddef>
 #include <cstring>
+#include <optional>
 #include <set>
+#include <string>
 
 #include "perfdata/features.h"
 
@@ -221,7 +224,32 @@ std::vector<std::byte> encode_bpf_btf(const std::vector<bpf::BtfBlob>& blobs) {
   return out;
 }
 
-Result<std::vector<bpf::BtfBlob>> decode_bpf_btf(Bytes section, uint64_t base_offset) {
+namespace {
+
+// A blob that starts with the BTF magic must hold the sections its header
+// declares (struct btf_header: u16 magic, u8 version, u8 flags, u32 hdr_len,
+// u32 type_off, type_len, str_off, str_len; offsets after hdr_len).
+std::optional<std::string> btf_contradiction(Bytes data) {
+  constexpr uint16_t kBtfMagic = 0xeb9f;
+  constexpr size_t kBtfHeaderSize = 24;
+  if (data.size() < 2 || load_unaligned<uint16_t>(data.data()) != kBtfMagic) return std::nullopt;
+  if (data.size() < kBtfHeaderSize) return "the BTF header needs 24 bytes";
+  const uint64_t hdr_len = load_unaligned<uint32_t>(data.data() + 4);
+  const uint64_t type_end = uint64_t{load_unaligned<uint32_t>(data.data() + 8)} +
+                            load_unaligned<uint32_t>(data.data() + 12);
+  const uint64_t str_end = uint64_t{load_unaligned<uint32_t>(data.data() + 16)} +
+                           load_unaligned<uint32_t>(data.data() + 20);
+  const uint64_t needed = hdr_len + std::max(type_end, str_end);
+  if (hdr_len < kBtfHeaderSize || needed > data.size()) {
+    return "its header declares " + std::to_string(needed) + " bytes";
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+Result<std::vector<bpf::BtfBlob>> decode_bpf_btf(Bytes section, uint64_t base_offset,
+                                                 std::vector<Error>* bad_blobs) {
   ByteCursor c(section, base_offset);
   BPFPROF_ASSIGN_OR_RETURN(uint32_t count, c.u32("BPF_BTF count"));
   std::vector<bpf::BtfBlob> out;
@@ -229,7 +257,18 @@ Result<std::vector<bpf::BtfBlob>> decode_bpf_btf(Bytes section, uint64_t base_of
   for (uint32_t i = 0; i < count; ++i) {
     BPFPROF_ASSIGN_OR_RETURN(uint32_t id, c.u32("BPF_BTF id"));
     BPFPROF_ASSIGN_OR_RETURN(uint32_t size, c.u32("BPF_BTF data_size"));
+    const uint64_t data_at = c.absolute_pos();
     BPFPROF_ASSIGN_OR_RETURN(Bytes data, c.bytes(size, "BPF_BTF data"));
+    if (auto why = btf_contradiction(data)) {
+      // Left out (a reader of it would trust the header); the others stay.
+      if (bad_blobs) {
+        bad_blobs->push_back(make_error_at(
+            Errc::kBadRecord, data_at,
+            "BPF_BTF blob of id " + std::to_string(id) + " has " + std::to_string(size) +
+                " bytes but " + *why));
+      }
+      continue;
+    }
     if (!seen.insert(id).second) continue;
     out.push_back(bpf::BtfBlob{id, std::vector<std::byte>(data.begin(), data.end())});
   }

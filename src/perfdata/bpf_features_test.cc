@@ -166,16 +166,32 @@ TEST(BpfProgInfoTest, HugeCountWithoutDataFailsCleanly) {
 }
 
 TEST(BpfBtfTest, RoundTripsAndValidates) {
-  std::vector<bpf::BtfBlob> blobs = {{7, {std::byte{0x9f}, std::byte{0xeb}, std::byte{1}}},
-                                     {8, {}}};
+  // A BTF header (24 bytes, no types) followed by a 1-byte string section.
+  std::vector<std::byte> btf(25);
+  poke<uint16_t>(btf, 0, 0xeb9f);
+  poke<uint32_t>(btf, 4, 24);  // hdr_len
+  poke<uint32_t>(btf, 20, 1);  // str_len
+  std::vector<bpf::BtfBlob> blobs = {{7, btf}, {8, {}}};
   auto bytes = encode_bpf_btf(blobs);
-  EXPECT_EQ(bytes.size(), 4u + 8 + 3 + 8);
+  EXPECT_EQ(bytes.size(), 4u + 8 + 25 + 8);
   auto back = decode_bpf_btf(bytes, kBase);
   ASSERT_TRUE(back.ok());
   ASSERT_EQ(back->size(), 2u);
   EXPECT_EQ((*back)[0].id, 7u);
   EXPECT_EQ((*back)[0].data, blobs[0].data);
   EXPECT_TRUE((*back)[1].data.empty());
+  // A header that declares more than the blob holds: that blob is left out
+  // and named, the other kept.
+  auto lying = bytes;
+  poke<uint32_t>(lying, 12 + 20, 2);  // str_len 2 of 1
+  std::vector<Error> bad_blobs;
+  auto partial = decode_bpf_btf(lying, kBase, &bad_blobs);
+  ASSERT_TRUE(partial.ok());
+  ASSERT_EQ(partial->size(), 1u);
+  EXPECT_EQ((*partial)[0].id, 8u);
+  ASSERT_EQ(bad_blobs.size(), 1u);
+  EXPECT_EQ(*bad_blobs[0].offset, kBase + 12);
+  EXPECT_EQ(bad_blobs[0].message, "BPF_BTF blob of id 7 has 25 bytes but its header declares 26 bytes");
   poke<uint32_t>(bytes, 8, 1000);  // data_size past the end
   auto bad = decode_bpf_btf(bytes, kBase);
   ASSERT_FALSE(bad.ok());

@@ -188,7 +188,9 @@ Status decode_feature(int feat, Bytes payload, uint64_t base, Features& out,
       return ok_status();
     }
     case kFeatBpfBtf: {
-      BPFPROF_ASSIGN_OR_RETURN(out.bpf_btf, decode_bpf_btf(payload, base));
+      std::vector<Error> bad;
+      BPFPROF_ASSIGN_OR_RETURN(out.bpf_btf, decode_bpf_btf(payload, base, &bad));
+      if (!bad.empty()) return bad.front();  // the rest of the section is kept
       return ok_status();
     }
     case kFeatCompressed: {

@@ -92,9 +92,12 @@ Result<std::string> decode_string(ByteCursor& c, std::string_view field);
 // PERF_BPIL order, each padded to 8). Readers accept any info_len.
 std::vector<std::byte> encode_bpf_prog_info(const std::vector<bpf::ProgInfo>& progs);
 Result<std::vector<bpf::ProgInfo>> decode_bpf_prog_info(Bytes section, uint64_t base_offset);
-// BPF_BTF: u32 count, then per blob u32 id, u32 size, bytes.
+// BPF_BTF: u32 count, then per blob u32 id, u32 size, bytes. A blob whose BTF
+// header declares more bytes than it has is left out, with an error in
+// `bad_blobs` (the others are kept).
 std::vector<std::byte> encode_bpf_btf(const std::vector<bpf::BtfBlob>& blobs);
-Result<std::vector<bpf::BtfBlob>> decode_bpf_btf(Bytes section, uint64_t base_offset);
+Result<std::vector<bpf::BtfBlob>> decode_bpf_btf(Bytes section, uint64_t base_offset,
+                                                 std::vector<Error>* bad_blobs = nullptr);
 
 // bpfprof's kallsyms snapshot (feature 250) from /proc/kallsyms text: the
 // table of version 2 (layout in kallsyms_table.h), one opaque blob. Read back

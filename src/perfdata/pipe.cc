@@ -44,8 +44,12 @@ Result<HeaderAttr> parse_header_attr(const perf::RecordView& r) {
     ids_at = gap_zero ? kIdsAt61 : 8 + attr_size;
   } else if (sized) {
     ids_at = 8 + attr_size;
-  } else if (b.size() >= kIdsAt61) {
-    ids_at = kIdsAt61;  // attr.size 0 or nonsense: perf 6.1's fixed layout
+  } else if (attr_size == 0 && b.size() >= kIdsAt61) {
+    ids_at = kIdsAt61;  // attr.size 0 (ancient writers): perf 6.1's fixed layout
+  } else if (attr_size < kAttrSizeVer0 || attr_size % 8 != 0) {
+    return make_error_at(Errc::kBadRecord, r.offset + 12,
+                         "HEADER_ATTR attr.size " + std::to_string(attr_size) +
+                             " is not a multiple of 8 of at least 64");
   } else {
     return make_error_at(Errc::kBadRecord, r.offset + 12,
                          "HEADER_ATTR attr.size " + std::to_string(attr_size) +

@@ -124,6 +124,21 @@ TEST(PipeModeTest, HeaderAttrIdLayouts) {
   }
 }
 
+TEST(PipeModeTest, HeaderAttrSizeOutOfRangeIsAnError) {
+  perf_event_attr a = test::make_attr(PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CPU_CLOCK);
+  for (uint32_t bad : {8u, 63u, 130u, 0xffffffffu}) {
+    ByteVec s = test::pipe_header();
+    ByteVec h = test::header_attr_record(a, {11}, bad, 136);
+    s.insert(s.end(), h.begin(), h.end());
+    auto r = FileReader::from_bytes(s);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_EQ(r.error().code, Errc::kBadRecord);
+    EXPECT_EQ(r.error().offset, std::optional<uint64_t>(kPipeHeaderSize + 12)) << bad;
+    EXPECT_NE(r.error().message.find("attr.size " + std::to_string(bad)), std::string::npos)
+        << r.error().message;
+  }
+}
+
 TEST(PipeModeTest, UnknownTypesAndFeaturesAreCountedNotFatal) {
   ByteVec records = test::mixed_records(2);
   ByteVec odd = testing::RecordWriter(200, 0).u64(1).finish();

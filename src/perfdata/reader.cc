@@ -40,6 +40,25 @@ Error section_error(uint64_t at, const std::string& what, const FileSection& s,
                            std::to_string(file_size));
 }
 
+bool overlap(const FileSection& a, const FileSection& b) {
+  return a.size != 0 && b.size != 0 && a.offset < b.offset + b.size && b.offset < a.offset + a.size;
+}
+
+// What a feature section `s` (inside the file) shares bytes with: the header,
+// the attrs, the data, or what `taken` lists (the feature table, the features
+// decoded before it).
+std::optional<std::string> overlapped(
+    const FileSection& s, const FileHeader& h,
+    const std::vector<std::pair<std::string, FileSection>>& taken) {
+  if (overlap(s, {0, kFileHeaderSize})) return "the file header";
+  if (overlap(s, h.attrs)) return "the attr section";
+  if (overlap(s, h.data)) return "the data section";
+  for (const auto& [name, t] : taken) {
+    if (overlap(s, t)) return name;
+  }
+  return std::nullopt;
+}
+
 // Reads all of `fd` (stdin, a pipe, a FIFO) into memory.
 Result<std::shared_ptr<std::vector<std::byte>>> read_all(int fd, const std::string& path) {
   auto out = std::make_shared<std::vector<std::byte>>();
@@ -145,6 +164,15 @@ Status FileReader::parse_file() {
                          "attr_size " + std::to_string(h.attr_size) + " below 80");
   if (!in_file(h.attrs.offset, h.attrs.size, file_size))
     return section_error(24, "attr", h.attrs, file_size);
+  // perf counts attrs as attrs.size / attr_size: a size that leaves a
+  // remainder (or no attr at all) would silently drop events and leave
+  // every record without its attr.
+  if (h.attrs.size == 0)
+    return make_error_at(Errc::kBadRecord, 32, "attrs.size is 0: the file has no events");
+  if (h.attrs.size % h.attr_size != 0)
+    return make_error_at(Errc::kBadRecord, 16,
+                         "attr_size " + std::to_string(h.attr_size) +
+                             " does not divide attrs.size " + std::to_string(h.attrs.size));
   const uint64_t nr_attrs = h.attrs.size / h.attr_size;
   const uint64_t max_attr_bytes = h.attr_size - sizeof(FileSection);
   for (uint64_t i = 0; i < nr_attrs; ++i) {
@@ -191,6 +219,9 @@ Status FileReader::parse_file() {
                          "feature table of " + std::to_string(nr_feats) +
                              " entries exceeds file size " + std::to_string(file_size));
   std::vector<std::string> event_names;
+  // Sections decoded so far, the table first.
+  std::vector<std::pair<std::string, FileSection>> taken = {
+      {"the feature table", FileSection{table_at, nr_feats * sizeof(FileSection)}}};
   uint64_t entry_at = table_at;
   for (int feat = 0; feat < kFeatureBits; ++feat) {
     // Every set bit owns a table entry, even the reserved bit 0.
@@ -203,6 +234,14 @@ Status FileReader::parse_file() {
                                               "feature " + std::to_string(feat), s, file_size));
       continue;
     }
+    if (auto other = overlapped(s, h, taken)) {
+      feature_errors_.push_back(make_error_at(
+          Errc::kBadRecord, entry_at - sizeof(FileSection),
+          "feature " + std::to_string(feat) + " section [" + std::to_string(s.offset) + ", +" +
+              std::to_string(s.size) + ") overlaps " + *other));
+      continue;
+    }
+    taken.emplace_back("feature " + std::to_string(feat), s);
     const Bytes payload = file_.subspan(s.offset, s.size);
     decode_one_feature(feat, payload, s.offset, event_names);
   }

@@ -117,6 +117,31 @@ TEST(ReaderRobustnessTest, SectionsPastEndNameOffsets) {
   EXPECT_EQ(r.error().code, Errc::kBadRecord);
 }
 
+TEST(ReaderRobustnessTest, AttrSizeThatDoesNotDivideTheAttrsIsAnError) {
+  auto bytes = valid_file();
+  auto put = [&](size_t at, uint64_t v) { std::memcpy(bytes.data() + at, &v, 8); };
+  const auto copy = bytes;
+  // Two 144-byte entries (288 bytes): attr_size larger than the section, or
+  // not a divisor of it, would leave every record without its attr.
+  for (uint64_t attr_size : {uint64_t{289}, uint64_t{1} << 31, uint64_t{1} << 32,
+                             uint64_t{1} << 63, uint64_t{100}}) {
+    bytes = copy;
+    put(16, attr_size);
+    auto r = FileReader::from_bytes(bytes);
+    ASSERT_FALSE(r.ok()) << attr_size;
+    EXPECT_EQ(r.error().code, Errc::kBadRecord);
+    EXPECT_EQ(r.error().offset, std::optional<uint64_t>(16)) << attr_size;
+    EXPECT_EQ(r.error().message,
+              "attr_size " + std::to_string(attr_size) + " does not divide attrs.size 288");
+  }
+  bytes = copy;
+  put(32, 0);  // attrs.size 0
+  auto r = FileReader::from_bytes(bytes);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().offset, std::optional<uint64_t>(32));
+  EXPECT_EQ(r.error().message, "attrs.size is 0: the file has no events");
+}
+
 TEST(ReaderRobustnessTest, LargerAttrThanOursIsAccepted) {
   // A newer perf's 136-byte attr (config3): attr_size 152, ids at entry + 136.
   auto bytes = valid_file();

@@ -169,7 +169,9 @@ std::string diagnostics_text(const ReportData& d) {
     out += item;
     width += item.size();
   }
-  return out + "\n";
+  out += "\n";
+  for (const std::string& e : d.header.unreadable_sections) out += "# unreadable: " + e + "\n";
+  return out;
 }
 
 }  // namespace
