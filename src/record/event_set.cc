@@ -21,12 +21,12 @@ std::string sysctl_value(const std::string& path) {
   return v;
 }
 
-Result<UniqueFd> open_one(const perf_event_attr& attr, pid_t pid, int cpu, bool system_wide) {
+Result<UniqueFd> open_one(const perf_event_attr& attr, pid_t pid, int cpu, bool cpu_wide) {
   auto fd = perf::open_event(attr, pid, cpu);
   if (!fd.ok()) {
     // A refusal is about privileges, not this CPU: say only what is missing.
     if (fd.error().code == Errc::kPermission) {
-      return explain_perf_open_error(std::move(fd).error(), system_wide);
+      return explain_perf_open_error(std::move(fd).error(), cpu_wide);
     }
     return std::move(fd).error().with_context(fmt::format("cpu {}", cpu));
   }
@@ -35,15 +35,19 @@ Result<UniqueFd> open_one(const perf_event_attr& attr, pid_t pid, int cpu, bool 
 
 }  // namespace
 
-Error explain_perf_open_error(Error error, bool system_wide) {
+Error explain_perf_open_error(Error error, bool cpu_wide) {
   if (error.code != Errc::kPermission) return error;
   std::string paranoid = sysctl_value("/proc/sys/kernel/perf_event_paranoid");
-  // CPU-wide events (always used for side-band) need paranoid <= 0; per-task
-  // kernel sampling needs <= 1.
+  // CPU-wide events need paranoid <= 0, and every recording has them (the
+  // side-band and the enricher follow BPF programs on all CPUs, also when
+  // only one command is sampled); per-task kernel sampling needs <= 1.
   error.message = fmt::format("perf_event_open: {} \u2014 needs CAP_PERFMON (or root), or "
-                              "kernel.perf_event_paranoid <= {} (now {})",
+                              "kernel.perf_event_paranoid <= {} (now {}){}",
                               std::strerror(error.sys_errno ? error.sys_errno : EACCES),
-                              system_wide ? "0 for system-wide events" : "1", paranoid);
+                              cpu_wide ? 0 : 1, paranoid,
+                              cpu_wide ? ": BPF program loads and unloads are followed on every "
+                                         "CPU, whatever is sampled"
+                                       : "");
   return error;
 }
 

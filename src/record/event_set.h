@@ -65,8 +65,9 @@ class EventSet {
   std::vector<uint64_t> sampling_ids_, sideband_ids_;
 };
 
-// Turns a perf_event_open refusal into one line naming what is missing.
-Error explain_perf_open_error(Error error, bool system_wide);
+// Turns a perf_event_open refusal into one line naming what is missing;
+// `cpu_wide`: the refused event watches a whole CPU (pid -1).
+Error explain_perf_open_error(Error error, bool cpu_wide);
 // Same for the bpf() syscall (enumerating programs, reading their info).
 Error explain_bpf_error(Error error);
 

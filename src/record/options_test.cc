@@ -1,7 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "record/options.h"
 
+#include <cerrno>
+
 #include <gtest/gtest.h>
+
+#include "record/event_set.h"
 
 namespace bpfprof::record {
 namespace {
@@ -68,6 +72,23 @@ TEST(OptionsTest, PowerOfTwo) {
   EXPECT_TRUE(is_power_of_two(1));
   EXPECT_TRUE(is_power_of_two(1024));
   EXPECT_FALSE(is_power_of_two(1023));
+}
+
+// A per-process recording is refused on its CPU-wide events (every recording
+// follows BPF programs on all CPUs): the line says why, not "system-wide".
+TEST(RefusalWordingTest, CpuWideEventsSayWhyTheyAreNeeded) {
+  Error cpu_wide = explain_perf_open_error(make_sys_error("perf_event_open", EACCES), true);
+  EXPECT_EQ(cpu_wide.code, Errc::kPermission);
+  EXPECT_NE(cpu_wide.message.find("kernel.perf_event_paranoid <= 0 (now "), std::string::npos)
+      << cpu_wide.message;
+  EXPECT_NE(cpu_wide.message.find("BPF program loads and unloads are followed on every CPU"),
+            std::string::npos)
+      << cpu_wide.message;
+  EXPECT_EQ(cpu_wide.message.find("system-wide"), std::string::npos) << cpu_wide.message;
+  Error task = explain_perf_open_error(make_sys_error("perf_event_open", EACCES), false);
+  EXPECT_NE(task.message.find("kernel.perf_event_paranoid <= 1 (now "), std::string::npos)
+      << task.message;
+  EXPECT_EQ(task.message.find("system-wide"), std::string::npos) << task.message;
 }
 
 }  // namespace
