@@ -66,7 +66,10 @@ Result<std::unique_ptr<Session>> Session::open(const std::string& path,
   auto reader = perfdata::FileReader::open(path);
   if (!reader.ok()) return std::move(reader).error();
   std::unique_ptr<Session> s(new Session(std::move(reader).value()));
-  BPFPROF_TRY(s->pass1(options));
+  // Every error line names the file it is about (the reader's already do).
+  if (Status st = s->pass1(options); !st.ok()) {
+    return std::move(st).error().with_context(path == "-" ? "stdin" : path);
+  }
   return s;
 }
 
