@@ -177,7 +177,9 @@ void Symbolizer::Impl::add(const perf::RecordView& r, const perf::SampleLayout& 
       e.pgoff = m->pgoff;
       e.name = pool.intern(m->filename);
       e.build_id_size = static_cast<uint8_t>(std::min(m->build_id.size(), kMaxBuildId));
-      std::memcpy(e.build_id, m->build_id.data(), e.build_id_size);
+      // An MMAP2 without build id has an empty span (null data): memcpy
+      // from null is undefined even for 0 bytes (UBSan says so).
+      if (e.build_id_size != 0) std::memcpy(e.build_id, m->build_id.data(), e.build_id_size);
       sid = m->sample_id;
       break;
     }
