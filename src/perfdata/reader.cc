@@ -16,9 +16,11 @@
 #include <cerrno>
 #include <cstring>
 #include <optional>
+#include <set>
 
 #include "base/unique_fd.h"
 #include "perfdata/file_format.h"
+#include "perfdata/in_stream.h"
 
 namespace bpfprof::perfdata {
 
@@ -213,7 +215,9 @@ Status FileReader::parse_file() {
   const uint64_t table_at = data_offset_ + data_size_;
   uint64_t nr_feats = 0;
   for (uint64_t w : features_bitmap_) nr_feats += std::popcount(w);
-  if (nr_feats == 0) return ok_status();
+  // None: the recorder did not close the file (killed); what it learned is
+  // in the data as in-stream records.
+  if (nr_feats == 0) return take_in_stream_features();
   if (!in_file(table_at, nr_feats * sizeof(FileSection), file_size))
     return make_error_at(Errc::kTruncated, table_at,
                          "feature table of " + std::to_string(nr_feats) +
@@ -242,8 +246,7 @@ Status FileReader::parse_file() {
       continue;
     }
     taken.emplace_back("feature " + std::to_string(feat), s);
-    const Bytes payload = file_.subspan(s.offset, s.size);
-    decode_one_feature(feat, payload, s.offset, event_names);
+    decode_one_feature(feat, file_.subspan(s.offset, s.size), s.offset, event_names);
   }
   // EVENT_DESC names go to the attrs by position (perf does the same).
   for (size_t i = 0; i < event_names.size() && i < attrs_.size(); ++i)
@@ -266,6 +269,53 @@ Status FileReader::add_attr(const perf_event_attr& attr, std::vector<uint64_t> i
   }
   fa.ids = std::move(ids);
   attrs_.push_back(std::move(fa));
+  return ok_status();
+}
+
+Status FileReader::take_in_stream_features() {
+  InStreamCollector collector;
+  const Bytes data = file_.subspan(data_offset_, data_size_);
+  for (size_t pos = 0; pos < data.size();) {
+    auto r = perf::record_at(data, pos, data_offset_);
+    if (!r.ok()) break;  // the record walk reports it
+    if (is_in_stream(*r)) {
+      if (Status s = collector.add(*r); !s.ok()) feature_errors_.push_back(std::move(s).error());
+    }
+    pos += r->header.size;
+    const uint64_t extra = trailing_payload(r->header.type, r->bytes);
+    if (extra > data.size() - pos) break;
+    pos += static_cast<size_t>(extra);
+  }
+  if (Status s = collector.finish(); !s.ok()) feature_errors_.push_back(std::move(s).error());
+  std::vector<std::string> event_names;
+  std::vector<bpf::ProgInfo> infos;
+  std::vector<bpf::BtfBlob> btfs;
+  for (InStreamCollector::Blob& b : collector.blobs()) {
+    set_feature_bit(features_bitmap_, b.feat);
+    features_in_stream_ = true;
+    // Kept by the reader: views into it (the kallsyms snapshot) stay valid.
+    const Bytes payload = owned_blobs_.emplace_back(std::move(b.bytes));
+    decode_one_feature(b.feat, payload, b.at, event_names);
+    // BPF entries arrive in many blobs, one per round that learned some.
+    if (b.feat == kFeatBpfProgInfo) {
+      for (bpf::ProgInfo& p : features_.bpf_prog_info) infos.push_back(std::move(p));
+      features_.bpf_prog_info.clear();
+    } else if (b.feat == kFeatBpfBtf) {
+      for (bpf::BtfBlob& t : features_.bpf_btf) btfs.push_back(std::move(t));
+      features_.bpf_btf.clear();
+    }
+  }
+  // Keyed by id, the first entry wins (as in the sections).
+  std::set<uint32_t> seen;
+  for (bpf::ProgInfo& p : infos) {
+    if (seen.insert(p.id()).second) features_.bpf_prog_info.push_back(std::move(p));
+  }
+  seen.clear();
+  for (bpf::BtfBlob& t : btfs) {
+    if (seen.insert(t.id).second) features_.bpf_btf.push_back(std::move(t));
+  }
+  for (size_t i = 0; i < event_names.size() && i < attrs_.size(); ++i)
+    attrs_[i].name = std::move(event_names[i]);
   return ok_status();
 }
 

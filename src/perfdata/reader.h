@@ -56,9 +56,13 @@ class FileReader {
   const std::vector<FileAttr>& attrs() const { return attrs_; }
   // Pipe mode: from HEADER_FEATURE records.
   const Features& features() const { return features_; }
-  // Feature bits set in the header (pipe mode: features that arrived).
+  // Feature bits set in the header (pipe mode, and a file without feature
+  // sections: features that arrived as records).
   bool has_feature(int feat) const;
   bool pipe_mode() const { return pipe_mode_; }
+  // The file has no feature sections (its recorder was killed) and its
+  // features were taken from in-stream records (perfdata/in_stream.h).
+  bool features_in_stream() const { return features_in_stream_; }
   // Where the records start and how many bytes they span (pipe mode: the
   // whole stream after the 16-byte header).
   uint64_t data_offset() const { return data_offset_; }
@@ -118,6 +122,8 @@ class FileReader {
   Status add_attr(const perf_event_attr& attr, std::vector<uint64_t> ids, uint64_t at);
   void decode_one_feature(int feat, Bytes payload, uint64_t at,
                           std::vector<std::string>& event_names);
+  // A file without feature sections: the in-stream records (in_stream.h).
+  Status take_in_stream_features();
 
   std::shared_ptr<void> mapping_;  // keeps the mmap or the stdin copy alive
   Bytes file_;
@@ -132,6 +138,8 @@ class FileReader {
   uint64_t data_offset_ = 0, data_size_ = 0;
   Features features_;
   bool truncated_header_ = false;
+  bool features_in_stream_ = false;
+  std::vector<std::vector<std::byte>> owned_blobs_;  // in-stream blobs (views point here)
   std::vector<Error> feature_errors_;
   std::unordered_map<uint64_t, size_t> attr_by_id_;  // id -> index in attrs_
   // The same pairs in insertion order, scanned instead while they are few.

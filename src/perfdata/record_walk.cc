@@ -15,6 +15,7 @@
 #include <memory>
 
 #include "perfdata/file_format.h"
+#include "perfdata/in_stream.h"
 #include "perfdata/reader.h"
 
 namespace bpfprof::perfdata {
@@ -86,7 +87,11 @@ class RecordWalker {
 void RecordWalker::deliver(const perf::RecordView& r, uint64_t at, bool nested) {
   ReaderStats& stats = reader_.stats_;
   const uint32_t type = r.header.type;
-  if (type == perf::kRecordHeaderAttr || type == perf::kRecordHeaderFeature) return;
+  // Header records; type 65 (HEADER_EVENT_TYPE) carries bpfprof's in-stream
+  // features, taken at open.
+  if (type == perf::kRecordHeaderAttr || type == perf::kRecordHeaderFeature ||
+      type == kRecordInStream)
+    return;
   if (ranged_) {
     // The full walk counted what is skipped here, or the caller counts it.
     if (known_record_type(type)) {

@@ -47,7 +47,13 @@ Features all_features() {
   f.first_sample_time = 1000;
   f.last_sample_time = 2000;
   f.bpf_prog_info = {test::demo_prog(42, 0xffffffffc0001000)};
-  f.bpf_btf = {{7, {std::byte{0x9f}, std::byte{0xeb}, std::byte{1}, std::byte{0}}}};
+  // A BTF header (magic, version 1, hdr_len 24) with empty type and string sections.
+  std::vector<std::byte> btf(24);
+  btf[0] = std::byte{0x9f};
+  btf[1] = std::byte{0xeb};
+  btf[2] = std::byte{1};
+  btf[4] = std::byte{24};
+  f.bpf_btf = {{7, btf}};
   f.other[kFeatCpuDesc] = {std::byte{'c'}, std::byte{'p'}, std::byte{'u'}};
   return f;
 }
@@ -298,7 +304,8 @@ TEST_F(RoundTripTest, KilledRecorderLeavesReadableFile) {
     ASSERT_TRUE(w->append(sample(101, 1)).ok());
     ASSERT_TRUE(w->append(sample(101, 2)).ok());
     ASSERT_TRUE(w->finish_round().ok());
-    // Destroyed without close(): the header still says data.size == 0.
+    // Destroyed without close(): the header says the data size of the last
+    // round, and no features.
   }
   // Half a record at the end, as a SIGKILL mid-write would leave.
   {
@@ -306,14 +313,28 @@ TEST_F(RoundTripTest, KilledRecorderLeavesReadableFile) {
     std::ofstream out(path, std::ios::binary | std::ios::app);
     out.write(reinterpret_cast<const char*>(half.data()), 20);
   }
+  auto count_samples = [](const FileReader& r) {
+    int samples = 0;
+    EXPECT_TRUE(r.for_each_record([&](const perf::RecordView& v, uint64_t) {
+                   samples += v.header.type == perf::kRecordSample;
+                 }).ok());
+    return samples;
+  };
   auto r = FileReader::open(path);
   ASSERT_TRUE(r.ok()) << r.error().to_string();
-  EXPECT_TRUE(r->truncated_header());
-  int samples = 0;
-  ASSERT_TRUE(r->for_each_record([&](const perf::RecordView& v, uint64_t) {
-                 samples += v.header.type == perf::kRecordSample;
-               }).ok());
-  EXPECT_EQ(samples, 2);
+  EXPECT_FALSE(r->truncated_header());
+  EXPECT_EQ(r->data_size(), 2 * sample(101, 1).size() + sizeof(perf_event_header));
+  EXPECT_EQ(count_samples(*r), 2);
+
+  // A writer that never updated the header (data.size 0): the data runs to
+  // the end of the file, the partial record dropped.
+  ByteVec bytes = bpfprof::testing::read_file_bytes(path);
+  const uint64_t zero = 0;
+  std::memcpy(bytes.data() + 48, &zero, sizeof zero);
+  auto old = FileReader::from_bytes(bytes);
+  ASSERT_TRUE(old.ok()) << old.error().to_string();
+  EXPECT_TRUE(old->truncated_header());
+  EXPECT_EQ(count_samples(*old), 2);
 }
 
 TEST_F(RoundTripTest, CreateFailureNamesPath) {

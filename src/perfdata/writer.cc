@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "perfdata/file_format.h"
+#include "perfdata/in_stream.h"
 
 namespace bpfprof::perfdata {
 namespace {
@@ -56,6 +57,13 @@ int pwrite_all(int fd, Bytes b, uint64_t offset) {
     pos += static_cast<size_t>(n);
   }
   return 0;
+}
+
+// EVENT_DESC's view of the attrs.
+std::vector<EventDescEntry> event_descs(const std::vector<AttrEntry>& attrs) {
+  std::vector<EventDescEntry> events;
+  for (const AttrEntry& a : attrs) events.push_back({&a.attr, &a.name, &a.ids});
+  return events;
 }
 
 }  // namespace
@@ -170,11 +178,32 @@ Status FileWriter::flush() {
   return ok_status();
 }
 
+Status FileWriter::append_in_stream(int feat, Bytes payload) {
+  std::vector<std::byte> records;
+  append_in_stream_records(records, feat, payload);
+  return append(records);
+}
+
+Status FileWriter::append_in_stream(const Features& features) {
+  for (const auto& [feat, bytes] : encode_features(features, event_descs(attrs_))) {
+    BPFPROF_TRY(append_in_stream(feat, bytes));
+  }
+  return ok_status();
+}
+
 Status FileWriter::finish_round() {
   perf_event_header round{perf::kRecordFinishedRound, 0, sizeof(perf_event_header)};
   BPFPROF_TRY(append(as_bytes_of(&round, sizeof round)));
   BPFPROF_TRY(flush());
   round_end_ = written_;
+  if (!regular_) return ok_status();
+  // 104 bytes per round; a failure here is a failed write like any other.
+  const uint64_t no_features[4] = {};
+  if (Status s = write_header(round_end_, no_features); !s.ok()) {
+    failed_ = true;
+    first_error_ = s.error();
+    return s;
+  }
   return ok_status();
 }
 
@@ -192,9 +221,7 @@ Status FileWriter::write_header(uint64_t data_size, const uint64_t features_bitm
 
 Status FileWriter::write_features(const Features& features, uint64_t data_size,
                                   uint64_t bitmap[4]) {
-  std::vector<EventDescEntry> events;
-  for (const AttrEntry& a : attrs_) events.push_back({&a.attr, &a.name, &a.ids});
-  std::map<int, std::vector<std::byte>> sections = encode_features(features, events);
+  std::map<int, std::vector<std::byte>> sections = encode_features(features, event_descs(attrs_));
 
   // The table, then each section where the table says (not copied into one
   // buffer first: the BPF sections of a recording with churn are megabytes).

@@ -43,8 +43,16 @@ class FileWriter {
 
   // Appends whole records (buffered).
   Status append(Bytes records);
-  // Appends a FINISHED_ROUND record, flushes, and marks everything so far as a
-  // complete round.
+  // Appends feature payloads as in-stream records (in_stream.h): what the
+  // recorder learns goes into the data as it learns it, so a file whose
+  // recorder was killed still carries it. The Features overload encodes
+  // every section `features` sets, plus EVENT_DESC from the attrs.
+  Status append_in_stream(int feat, Bytes payload);
+  Status append_in_stream(const Features& features);
+  // Appends a FINISHED_ROUND record, flushes, marks everything so far as a
+  // complete round, and rewrites the header with the data size so far (no
+  // feature bits: the sections come at close), so a killed recorder's file
+  // is read up to its last round by perf and bpfprof alike.
   Status finish_round();
   // Flushes, writes the features, rewrites the header. After a write error it
   // cuts the data back to the last complete round and still writes the header.

@@ -38,6 +38,7 @@ void CaptureEnricher::resolve(bool final) {
       p.captured = true;
       p.enriched = true;
       stats_.programs.push_back(p);
+      learned_.push_back(id);
     } else if (final || capture_->incomplete().count(id) || now >= load_ns + kCaptureGraceNs) {
       enrich_by_id(id, load_ns);
     } else {
@@ -73,10 +74,27 @@ void CaptureEnricher::enrich_by_id(uint32_t id, uint64_t load_ns) {
   if (info.ok()) {
     p.enriched = true;
     capture_->infos().emplace(id, std::move(info).value());
+    learned_.push_back(id);
   } else {
     stats_.errors++;
   }
   stats_.programs.push_back(p);
+}
+
+void CaptureEnricher::take_learned(std::vector<bpf::ProgInfo>& infos,
+                                   std::vector<bpf::BtfBlob>& btfs) {
+  for (uint32_t id : learned_) {
+    auto info = capture_->infos().find(id);
+    if (info == capture_->infos().end()) continue;
+    infos.push_back(info->second);
+    const uint32_t btf_id = info->second.info.btf_id;
+    if (!btf_id || btf_taken_.count(btf_id)) continue;
+    if (auto btf = capture_->btfs().find(btf_id); btf != capture_->btfs().end()) {
+      btf_taken_.insert(btf_id);
+      btfs.push_back(btf->second);
+    }
+  }
+  learned_.clear();
 }
 
 void CaptureEnricher::stop() {

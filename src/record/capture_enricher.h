@@ -13,6 +13,7 @@
 #include <map>
 #include <memory>
 #include <unordered_set>
+#include <vector>
 
 #include "base/error.h"
 #include "bpf/query.h"
@@ -45,6 +46,10 @@ class CaptureEnricher {
   // Readable when the capture wants a drain now (see Capture::wake_fd).
   int wake_fd() const { return capture_->wake_fd(); }
 
+  // Copies of the infos (and their BTF, each blob once) of the programs
+  // resolved since the last call, for the file's in-stream records.
+  void take_learned(std::vector<bpf::ProgInfo>& infos, std::vector<bpf::BtfBlob>& btfs);
+
   // After stop(): what was collected.
   const EnrichmentStats& stats() const { return stats_; }
   std::map<uint32_t, bpf::ProgInfo>& infos() { return capture_->infos(); }
@@ -58,6 +63,8 @@ class CaptureEnricher {
   perf::SampleLayout layout_;
   std::map<uint32_t, uint64_t> pending_;  // PROG_LOAD id -> its time, not yet reported
   std::unordered_set<uint32_t> btf_read_;  // BTF ids read by id
+  std::vector<uint32_t> learned_;          // programs with an info, not yet taken
+  std::unordered_set<uint32_t> btf_taken_;  // BTF ids handed out by take_learned
   bpf::ReadBuffers buffers_;
   EnrichmentStats stats_;
   bool stopped_ = false;

@@ -51,11 +51,11 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 }  // namespace
 
 DrainLoop::DrainLoop(EventSet& events, const perf::SampleLayout& layout, RecordOutput output,
-                     std::function<Status()> finish_round)
+                     std::function<Status(bool)> end_pass)
     : events_(events),
       copier_(layout),
       output_(std::move(output)),
-      finish_round_(std::move(finish_round)) {}
+      end_pass_(std::move(end_pass)) {}
 
 Status DrainLoop::pass() {
   size_t copied = 0;
@@ -70,9 +70,9 @@ Status DrainLoop::pass() {
     if (!n.ok()) return std::move(n).error();
     copied += *n;
   }
-  if (copied) BPFPROF_TRY(finish_round_());
+  // The hook first (it may learn what the round should carry), then the round.
   if (hooks_.after_pass) BPFPROF_TRY(hooks_.after_pass());
-  return ok_status();
+  return end_pass_(copied > 0);
 }
 
 Result<StopReason> DrainLoop::run(const DrainConfig& config) {

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // The drain loop: sleeps in epoll on every ring, a signalfd, a progress timer,
 // an optional duration timer and optional pidfds, and on each wake copies all
-// rings into the output, closing the pass with FINISHED_ROUND when it wrote
-// something (perf record's rhythm).
+// rings into the output, and ends the pass through the caller (who closes
+// the round with FINISHED_ROUND when something was written: perf record's
+// rhythm).
 #pragma once
 
 #include <chrono>
@@ -46,9 +47,11 @@ struct PassHooks {
 
 class DrainLoop {
  public:
-  // `finish_round` is called after a pass that wrote something.
+  // `end_pass(copied)` is called after every pass, `copied` telling whether
+  // it wrote records; it closes the round (FINISHED_ROUND) when anything
+  // was written, what it adds itself included.
   DrainLoop(EventSet& events, const perf::SampleLayout& layout, RecordOutput output,
-            std::function<Status()> finish_round);
+            std::function<Status(bool copied)> end_pass);
 
   void set_hooks(PassHooks hooks) { hooks_ = std::move(hooks); }
   // Runs until a stop condition; an output error ends it with that error.
@@ -63,7 +66,7 @@ class DrainLoop {
   EventSet& events_;
   RingCopier copier_;
   RecordOutput output_;
-  std::function<Status()> finish_round_;
+  std::function<Status(bool)> end_pass_;
   PassHooks hooks_;
   int stop_signal_ = 0;
 };

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <deque>
+#include <mutex>
 #include <unordered_set>
 
 #include "bpf/query.h"
@@ -114,6 +115,10 @@ struct Enricher::Worker {
   std::vector<bpf::ProgInfo> infos;
   std::vector<bpf::BtfBlob> btfs;
   std::unordered_set<uint32_t> btf_seen;  // read, or failed to read
+  // Copies of what was read, handed to the writer by take_learned().
+  std::mutex learned_mu;
+  std::vector<bpf::ProgInfo> learned_infos;
+  std::vector<bpf::BtfBlob> learned_btfs;
   bpf::ReadBuffers buffers;  // the kernel writes infos and BTF here; copied out at size
   RunStatsTable stats;
 
@@ -207,7 +212,11 @@ void Enricher::Worker::read_info(Pending& item) {
   const uint32_t btf_id = info.ok() ? info->info.btf_id : 0;
   if (btf_id && btf_seen.insert(btf_id).second) {
     auto btf = bpf::read_btf(btf_id, buffers);
-    if (btf.ok()) btfs.push_back(std::move(btf).value());
+    if (btf.ok()) {
+      btfs.push_back(std::move(btf).value());
+      std::lock_guard<std::mutex> lock(learned_mu);
+      learned_btfs.push_back(btfs.back());
+    }
   }
   item.fd.reset();
   p.released_ns = monotonic_ns();
@@ -223,6 +232,8 @@ void Enricher::Worker::read_info(Pending& item) {
   p.enriched = true;
   infos.push_back(std::move(info).value());
   programs.push_back(p);
+  std::lock_guard<std::mutex> lock(learned_mu);
+  learned_infos.push_back(infos.back());
 }
 
 Result<std::unique_ptr<Enricher>> Enricher::start(const EnricherConfig& config) {
@@ -285,6 +296,16 @@ Result<std::unique_ptr<Enricher>> Enricher::start(const EnricherConfig& config) 
 }
 
 Enricher::~Enricher() { stop(); }
+
+void Enricher::take_learned(std::vector<bpf::ProgInfo>& infos, std::vector<bpf::BtfBlob>& btfs) {
+  for (auto& w : workers_) {
+    std::lock_guard<std::mutex> lock(w->learned_mu);
+    for (bpf::ProgInfo& i : w->learned_infos) infos.push_back(std::move(i));
+    for (bpf::BtfBlob& b : w->learned_btfs) btfs.push_back(std::move(b));
+    w->learned_infos.clear();
+    w->learned_btfs.clear();
+  }
+}
 
 void Enricher::stop() {
   if (stopped_) return;

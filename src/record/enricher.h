@@ -96,6 +96,10 @@ class Enricher {
   // statistics, reads every still-loaded program once more. Idempotent.
   void stop();
 
+  // While running: copies of the infos and BTF read since the last call,
+  // for the file's in-stream records (thread-safe against the workers).
+  void take_learned(std::vector<bpf::ProgInfo>& infos, std::vector<bpf::BtfBlob>& btfs);
+
   // After stop(): what was collected.
   const EnrichmentStats& stats() const { return stats_; }
   std::map<uint32_t, bpf::ProgInfo>& infos() { return infos_; }

@@ -110,6 +110,23 @@ std::set<uint32_t> live_prog_loads(EventSet& events) {
   return ids;
 }
 
+// Where BPF_PROG_INFO / BPF_BTF entries are handed to the file as they are
+// learned (synthesis at start, the in-kernel capture or the enricher during
+// the recording): into the data as in-stream records, so a killed
+// recorder's file keeps them. The feature sections at close hold them all
+// again, for perf.
+Status hand_to_writer(perfdata::FileWriter& writer, const std::vector<bpf::ProgInfo>& infos,
+                      const std::vector<bpf::BtfBlob>& btfs) {
+  if (!infos.empty()) {
+    BPFPROF_TRY(writer.append_in_stream(perfdata::kFeatBpfProgInfo,
+                                        perfdata::encode_bpf_prog_info(infos)));
+  }
+  if (!btfs.empty()) {
+    BPFPROF_TRY(writer.append_in_stream(perfdata::kFeatBpfBtf, perfdata::encode_bpf_btf(btfs)));
+  }
+  return ok_status();
+}
+
 // Writes everything that describes the world before recording, then FINISHED_INIT.
 Result<BpfSynthesis> write_initial_state(perfdata::FileWriter& writer, EventSet& events,
                                          size_t trailer, const KallsymsScan& kallsyms,
@@ -232,8 +249,28 @@ Result<RecordStats> record(const RecordOptions& o, const RecordSink& sink) {
   // map, [bpf] programs, and the text-symbol snapshot stored in the file.
   auto kallsyms = read_kallsyms();
   if (!kallsyms.ok()) kallsyms = KallsymsScan{kallsyms.error(), {}, {}};
+  // Host, arch, event names and the kallsyms snapshot go into the data at
+  // once (and into the sections at close): a killed recorder's file has them.
+  // The snapshot is encoded once for both.
+  std::vector<std::byte> kallsyms_packed;
+  if (!kallsyms->text_symbols.empty()) {
+    kallsyms_packed = perfdata::encode_kallsyms(kallsyms->text_symbols);
+    kallsyms->text_symbols.clear();
+  }
+  {
+    perfdata::Features early = perfdata::host_features();
+    early.cmdline = cmdline_with_exe(o.cmdline);
+    if (auto s = writer.append_in_stream(early); !s.ok()) return before_start(std::move(s).error());
+    if (!kallsyms_packed.empty()) {
+      if (auto s = writer.append_in_stream(perfdata::kFeatBpfprofKallsyms, kallsyms_packed); !s.ok())
+        return before_start(std::move(s).error());
+    }
+  }
   auto bpf = write_initial_state(writer, events, layout.id_hdr_size(), *kallsyms, sink);
   if (!bpf.ok()) return before_start(std::move(bpf).error());
+  if (auto s = hand_to_writer(writer, bpf->infos, bpf->btfs); !s.ok())
+    return before_start(std::move(s).error());
+  if (auto s = writer.finish_round(); !s.ok()) return before_start(std::move(s).error());
   if (!setup.sampling.enable_on_exec) {
     if (auto s = events.enable_sampling(); !s.ok()) return before_start(std::move(s).error());
   }
@@ -241,9 +278,18 @@ Result<RecordStats> record(const RecordOptions& o, const RecordSink& sink) {
     if (auto s = workload->start(); !s.ok()) return before_start(std::move(s).error());
   }
 
-  DrainLoop loop(
-      events, layout, [&](Bytes b) { return writer.append(b); },
-      [&] { return writer.finish_round(); });
+  // Each pass: what the capture (or the enricher) learned since the last
+  // one goes into the data, then the round closes.
+  auto end_pass = [&](bool copied) -> Status {
+    std::vector<bpf::ProgInfo> infos;
+    std::vector<bpf::BtfBlob> btfs;
+    if (in_kernel) in_kernel->take_learned(infos, btfs);
+    enricher->take_learned(infos, btfs);
+    BPFPROF_TRY(hand_to_writer(writer, infos, btfs));
+    if (copied || !infos.empty() || !btfs.empty()) return writer.finish_round();
+    return ok_status();
+  };
+  DrainLoop loop(events, layout, [&](Bytes b) { return writer.append(b); }, end_pass);
   if (in_kernel) {
     PassHooks hooks;
     hooks.before_sideband_copy = [&](perf::RingBuffer& r) { in_kernel->saw_sideband(r); };
@@ -275,7 +321,9 @@ Result<RecordStats> record(const RecordOptions& o, const RecordSink& sink) {
   features.cmdline = cmdline_with_exe(o.cmdline);
   features.first_sample_time = c.first_sample_time;
   features.last_sample_time = c.last_sample_time;
-  if (!kallsyms->text_symbols.empty()) features.kallsyms = std::move(kallsyms->text_symbols);
+  if (!kallsyms_packed.empty()) {
+    features.other[perfdata::kFeatBpfprofKallsyms] = std::move(kallsyms_packed);
+  }
   // What enriched the programs loaded during the recording.
   EnrichmentStats enrichment = in_kernel ? in_kernel->stats() : enricher->stats();
   enrichment.capture_refused = capture_refused;

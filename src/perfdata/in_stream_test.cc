@@ -1,0 +1,145 @@
+// SPDX-License-Identifier: Apache-2.0
+// In-stream features: a file whose writer never closed (a killed recorder)
+// reads its host, event names, BPF entries and kallsyms snapshot from the
+// records; a closed file reads its sections and skips the records.
+#include "perfdata/in_stream.h"
+
+#include <gtest/gtest.h>
+
+#include "perfdata/file_format.h"
+#include "perfdata/reader.h"
+#include "perfdata/test_util.h"
+#include "perfdata/writer.h"
+#include "testing/subprocess.h"
+
+namespace bpfprof::perfdata {
+namespace {
+
+using bpfprof::testing::ByteVec;
+
+ByteVec one_sample(uint64_t time) {
+  bpfprof::testing::SampleValues s;
+  s.id = test::kSampleId;
+  s.ip = 0xffffffffc0001010;
+  s.pid = s.tid = 1;
+  s.time = time;
+  s.period = 1;
+  return bpfprof::testing::sample_record(test::kSampleType, s, perf::kMiscKernel);
+}
+
+// A BTF-less blob larger than one record: it travels in two chunks.
+bpf::BtfBlob big_btf(uint32_t id) {
+  bpf::BtfBlob b{id, std::vector<std::byte>(100000)};
+  for (size_t i = 0; i < b.data.size(); ++i) b.data[i] = std::byte(i * 7);
+  return b;
+}
+
+// Writes host features and two rounds of BPF entries in-stream, then
+// either closes the file or leaves it as a SIGKILL would (plus half a round).
+std::string write_file(const bpfprof::testing::TempDir& dir, bool close) {
+  const std::string path = dir.file(close ? "closed.data" : "killed.data");
+  auto w = FileWriter::create(path, test::two_attrs());
+  BPFPROF_CHECK(w.ok());
+  Features host;
+  host.hostname = "kept-host";
+  host.arch = "x86_64";
+  BPFPROF_CHECK(w->append_in_stream(host).ok());
+  BPFPROF_CHECK(w->append(one_sample(1)).ok());
+  BPFPROF_CHECK(w->append_in_stream(kFeatBpfProgInfo,
+                                    encode_bpf_prog_info({test::demo_prog(42, 0xffffffffc0001000)}))
+                    .ok());
+  BPFPROF_CHECK(w->finish_round().ok());
+  BPFPROF_CHECK(w->append(one_sample(2)).ok());
+  BPFPROF_CHECK(w->append_in_stream(kFeatBpfProgInfo,
+                                    encode_bpf_prog_info({test::demo_prog(43, 0xffffffffc0002000)}))
+                    .ok());
+  BPFPROF_CHECK(w->append_in_stream(kFeatBpfBtf, encode_bpf_btf({big_btf(7)})).ok());
+  BPFPROF_CHECK(w->finish_round().ok());
+  if (close) {
+    Features f = host;
+    f.bpf_prog_info = {test::demo_prog(42, 0xffffffffc0001000)};
+    BPFPROF_CHECK(w->close(f).ok());
+  } else {
+    // Half a round reached the disk before the kill: never read.
+    BPFPROF_CHECK(w->append(one_sample(3)).ok());
+    BPFPROF_CHECK(w->append_in_stream(kFeatBpfProgInfo,
+                                      encode_bpf_prog_info({test::demo_prog(44, 0xffffffffc0003000)}))
+                      .ok());
+    BPFPROF_CHECK(w->append(ByteVec(100000)).ok());  // forces a write without a round
+  }
+  return path;
+}
+
+size_t samples_in(const FileReader& r) {
+  size_t n = 0;
+  EXPECT_TRUE(r.for_each_record([&](const perf::RecordView& v, uint64_t) {
+                 EXPECT_NE(v.header.type, kRecordInStream);
+                 n += v.header.type == perf::kRecordSample;
+               }).ok());
+  return n;
+}
+
+TEST(InStreamTest, AKilledWritersFileCarriesWhatItLearned) {
+  bpfprof::testing::TempDir dir;
+  auto r = FileReader::open(write_file(dir, false));
+  ASSERT_TRUE(r.ok()) << r.error().to_string();
+  EXPECT_TRUE(r->features_in_stream());
+  EXPECT_TRUE(r->feature_errors().empty()) << r->feature_errors().front().to_string();
+  EXPECT_EQ(r->features().hostname, std::optional<std::string>("kept-host"));
+  EXPECT_EQ(r->features().arch, std::optional<std::string>("x86_64"));
+  EXPECT_EQ(r->attrs()[0].name, test::two_attrs()[0].name);
+  ASSERT_EQ(r->features().bpf_prog_info.size(), 2u);  // 44's round never completed
+  EXPECT_EQ(r->features().bpf_prog_info[0].id(), 42u);
+  EXPECT_EQ(r->features().bpf_prog_info[1].id(), 43u);
+  ASSERT_EQ(r->features().bpf_btf.size(), 1u);
+  EXPECT_EQ(r->features().bpf_btf[0].data, big_btf(7).data);
+  EXPECT_TRUE(r->has_feature(kFeatBpfBtf));
+  EXPECT_EQ(samples_in(*r), 2u);
+  EXPECT_TRUE(r->stats().unknown_record_types.empty());
+}
+
+TEST(InStreamTest, AClosedFileReadsItsSectionsAndSkipsTheRecords) {
+  bpfprof::testing::TempDir dir;
+  auto r = FileReader::open(write_file(dir, true));
+  ASSERT_TRUE(r.ok()) << r.error().to_string();
+  EXPECT_FALSE(r->features_in_stream());
+  ASSERT_EQ(r->features().bpf_prog_info.size(), 1u);  // the section's, not the stream's
+  EXPECT_TRUE(r->features().bpf_btf.empty());
+  EXPECT_EQ(samples_in(*r), 2u);
+  EXPECT_TRUE(r->stats().unknown_record_types.empty());
+}
+
+TEST(InStreamTest, ChunksOutOfOrderAreNamedNotTrusted) {
+  ByteVec records;
+  append_in_stream_records(records, kFeatBpfBtf, encode_bpf_btf({big_btf(9)}));
+  // Two chunks: drop the first, so the second continues nothing.
+  const uint16_t first = load_unaligned<uint16_t>(records.data() + 6);
+  ByteVec second(records.begin() + first, records.end());
+  InStreamCollector c;
+  auto view = perf::record_at(second, 0, 1000);
+  ASSERT_TRUE(view.ok());
+  ASSERT_TRUE(is_in_stream(*view));
+  Status s = c.add(*view);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error().offset, std::optional<uint64_t>(1000));
+  EXPECT_TRUE(c.blobs().empty());
+  // The first alone: a blob cut short, reported by finish().
+  auto head = perf::record_at(records, 0, 0);
+  ASSERT_TRUE(head.ok());
+  ASSERT_TRUE(c.add(*head).ok());
+  EXPECT_FALSE(c.finish().ok());
+  // Both in order: one blob.
+  InStreamCollector whole;
+  for (size_t pos = 0; pos < records.size();) {
+    auto v = perf::record_at(records, pos, 0);
+    ASSERT_TRUE(v.ok());
+    ASSERT_TRUE(whole.add(*v).ok());
+    pos += v->header.size;
+  }
+  ASSERT_TRUE(whole.finish().ok());
+  ASSERT_EQ(whole.blobs().size(), 1u);
+  EXPECT_EQ(whole.blobs()[0].feat, kFeatBpfBtf);
+}
+
+}  // namespace
+}  // namespace bpfprof::perfdata
