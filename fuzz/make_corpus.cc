@@ -43,14 +43,17 @@ void put_with_variants(const std::string& dir, const std::string& name, const By
 
 
 // A file-mode perf.data from FileWriter: records, features incl. BPF and kallsyms.
-ByteVec file_mode(const ByteVec& records, const perfdata::Features& f) {
+// A file-mode file; `killed`: the features only as in-stream records and the
+// file never closed, as a recorder killed with SIGKILL leaves it.
+ByteVec file_mode(const ByteVec& records, const perfdata::Features& f, bool killed = false) {
   char path[] = "/tmp/bpfprof-corpus-XXXXXX";
   int fd = mkstemp(path);
   close(fd);
   auto w = perfdata::FileWriter::create(path, perfdata::test::two_attrs());
+  if (killed) (void)w->append_in_stream(f);
   (void)w->append(records);
   (void)w->finish_round();
-  (void)w->close(f);
+  if (!killed) (void)w->close(f);
   ByteVec out = testing::read_file_bytes(path);
   unlink(path);
   return out;
@@ -93,11 +96,26 @@ void reader_corpus(const std::string& dir) {
   const ByteVec records = perfdata::test::mixed_records(4);
   put_with_variants(dir, "file_mode.data", file_mode(records, f));
   put_with_variants(dir, "pipe_mode.data", perfdata::test::pipe_stream(records, f));
+  put_with_variants(dir, "killed_file.data", file_mode(records, f, true));
   perfdata::Features z;
   z.compression = perfdata::Compression{1, perfdata::kCompZstd, 1, 3, 65536};
   const ByteVec comp = perfdata::test::compressed_records(perfdata::test::mixed_records(20), 96, 200);
   put_with_variants(dir, "zstd_pipe.data", perfdata::test::pipe_stream(comp, z));
   put_with_variants(dir, "zstd_file.data", file_mode(comp, z));
+}
+
+// The pipe target supplies the 16-byte header itself: seeds are the streams after it.
+void pipe_corpus(const std::string& dir) {
+  perfdata::Features f;
+  f.hostname = "fuzz";
+  f.bpf_prog_info = {perfdata::test::demo_prog(42, 0xffffffffc0001000)};
+  auto body = [](const ByteVec& stream) { return ByteVec(stream.begin() + 16, stream.end()); };
+  put_with_variants(dir, "pipe_mode.data",
+                    body(perfdata::test::pipe_stream(perfdata::test::mixed_records(4), f)));
+  perfdata::Features z;
+  z.compression = perfdata::Compression{1, perfdata::kCompZstd, 1, 3, 65536};
+  const ByteVec comp = perfdata::test::compressed_records(perfdata::test::mixed_records(20), 96, 200);
+  put_with_variants(dir, "zstd_pipe.data", body(perfdata::test::pipe_stream(comp, z)));
 }
 
 void features_corpus(const std::string& dir) {
@@ -133,6 +151,7 @@ int main(int argc, char** argv) {
   const std::string root = argv[1];
   bpfprof::fuzz::records_corpus(root + "/records");
   bpfprof::fuzz::reader_corpus(root + "/reader");
+  bpfprof::fuzz::pipe_corpus(root + "/pipe");
   bpfprof::fuzz::features_corpus(root + "/features");
   return 0;
 }
