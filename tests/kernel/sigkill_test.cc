@@ -12,6 +12,8 @@
 #include <chrono>
 #include <cstring>
 #include <fstream>
+#include <map>
+#include <memory>
 #include <set>
 #include <thread>
 
@@ -37,6 +39,7 @@ uint64_t header_data_size(const std::string& path) {
 }
 
 struct Fixture {
+  std::string enrich;  // --enrich: in-kernel (the capture) or user (the enricher)
   TempDir dir;
   std::string data, truth;
   std::string skip_reason;
@@ -44,12 +47,13 @@ struct Fixture {
   std::vector<TruthProgram> programs;
   Recording rec;
 };
-Fixture* g = nullptr;
+// One recording per enrichment path, made when its first test runs: both
+// hand what they learn to the file as in-stream records.
+std::map<std::string, std::unique_ptr<Fixture>> fixtures;
 
-class SigkillTest : public ::testing::Test {
+class SigkillTest : public ::testing::TestWithParam<std::string> {
  protected:
-  static void SetUpTestSuite() {
-    g = new Fixture;
+  static void record(Fixture* g) {
     g->data = g->dir.file("killed.data");
     g->truth = g->dir.file("truth.json");
     g->skip_reason = bpf_refusal(kBin);
@@ -58,8 +62,8 @@ class SigkillTest : public ::testing::Test {
       g->skip_reason = "not root: record needs CAP_PERFMON and CAP_BPF";
       return;
     }
-    Background recorder({kBin + "/bpfprof", "record", "-a", "-g", "-F", "999", "-q", "-o",
-                         g->data});
+    Background recorder({kBin + "/bpfprof", "record", "-a", "-g", "-F", "999", "-q", "--enrich",
+                         g->enrich, "-o", g->data});
     // Started: the first round (synthesis, in-stream host and kallsyms) is on disk.
     for (int i = 0; i < 300 && header_data_size(g->data) == 0; i++) {
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
@@ -75,16 +79,21 @@ class SigkillTest : public ::testing::Test {
     g->programs = read_truth(g->truth);
     g->rec = read_recording(g->data);
   }
-  static void TearDownTestSuite() {
-    delete g;
-    g = nullptr;
-  }
+  static void TearDownTestSuite() { fixtures.clear(); }
   void SetUp() override {
+    auto& f = fixtures[GetParam()];
+    if (!f) {
+      f = std::make_unique<Fixture>();
+      f->enrich = GetParam();
+      record(f.get());
+    }
+    g = f.get();
     if (!g->skip_reason.empty()) BPFPROF_KERNEL_SKIP(g->skip_reason);
   }
+  Fixture* g = nullptr;
 };
 
-TEST_F(SigkillTest, TheRecorderWasKilledBeforeClosingTheFile) {
+TEST_P(SigkillTest, TheRecorderWasKilledBeforeClosingTheFile) {
   EXPECT_EQ(g->record_status, 128 + SIGKILL);
   auto r = perfdata::FileReader::open(g->data);
   ASSERT_TRUE(r.ok()) << r.error().to_string();
@@ -96,7 +105,7 @@ TEST_F(SigkillTest, TheRecorderWasKilledBeforeClosingTheFile) {
   EXPECT_FALSE(r->attrs()[0].name.empty());
 }
 
-TEST_F(SigkillTest, EveryWorkloadProgramHasItsInfo) {
+TEST_P(SigkillTest, EveryWorkloadProgramHasItsInfo) {
   ASSERT_FALSE(g->programs.empty());
   size_t missing = 0;
   for (const TruthProgram& p : g->programs) {
@@ -109,7 +118,7 @@ TEST_F(SigkillTest, EveryWorkloadProgramHasItsInfo) {
   EXPECT_FALSE(g->rec.btf_sizes.empty());
 }
 
-TEST_F(SigkillTest, ReportNamesKernelFramesAndHasEveryProgramsInfo) {
+TEST_P(SigkillTest, ReportNamesKernelFramesAndHasEveryProgramsInfo) {
   RunResult report = run({kBin + "/bpfprof", "report", "-q", "-g", "-i", g->data, "--format", "json"});
   ASSERT_EQ(report.exit_code, 0) << report.err;
   const nlohmann::json j = nlohmann::json::parse(report.out);
@@ -130,7 +139,7 @@ TEST_F(SigkillTest, ReportNamesKernelFramesAndHasEveryProgramsInfo) {
   }
 }
 
-TEST_F(SigkillTest, LinuxPerfReadsTheSamples) {
+TEST_P(SigkillTest, LinuxPerfReadsTheSamples) {
   RunResult script = run({"perf", "script", "-i", g->data, "-F", "time,ip,sym", "--ns"});
   ASSERT_EQ(script.exit_code, 0) << script.err;
   EXPECT_EQ(script.err, "") << "perf script warned";
@@ -140,6 +149,9 @@ TEST_F(SigkillTest, LinuxPerfReadsTheSamples) {
   EXPECT_EQ(report.err, "") << "perf report warned";
   EXPECT_NE(report.out.find("long_burner"), std::string::npos) << report.out.substr(0, 2000);
 }
+
+INSTANTIATE_TEST_SUITE_P(Enrich, SigkillTest, ::testing::Values("in-kernel", "user"),
+                         [](const auto& info) { return info.param == "user" ? "user" : "in_kernel"; });
 
 }  // namespace
 }  // namespace bpfprof::testing
