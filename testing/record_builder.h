@@ -88,7 +88,7 @@ inline ByteVec sample_id_trailer(uint64_t sample_type, const TrailerValues& t) {
   return out;
 }
 
-// SAMPLE fields this builder can write: the fixed ones, CALLCHAIN and RAW.
+// SAMPLE fields this builder can write: the fixed ones, CALLCHAIN, RAW and CGROUP.
 struct SampleValues {
   uint64_t id = 0;  // written for IDENTIFIER and for ID
   uint64_t ip = 0;
@@ -100,6 +100,7 @@ struct SampleValues {
   uint64_t period = 0;
   std::vector<uint64_t> callchain;  // written as nr + ips
   ByteVec raw;                      // written as u32 size + bytes (pad it yourself)
+  uint64_t cgroup = 0;
 };
 
 // A SAMPLE with fields in ABI order; sample_type bits other than the ones in
@@ -121,6 +122,7 @@ inline ByteVec sample_record(uint64_t sample_type, const SampleValues& s,
     for (uint64_t ip : s.callchain) w.u64(ip);
   }
   if (sample_type & PERF_SAMPLE_RAW) w.u32(static_cast<uint32_t>(s.raw.size())).bytes(s.raw);
+  if (sample_type & PERF_SAMPLE_CGROUP) w.u64(s.cgroup);
   return w.finish();
 }
 
@@ -157,6 +159,14 @@ inline ByteVec comm_record(uint64_t sample_type, uint32_t pid, uint32_t tid,
                            uint16_t misc = 0) {
   RecordWriter w(perf::kRecordComm, misc);
   w.u32(pid).u32(tid).padded_string(comm);
+  return w.bytes(sample_id_trailer(sample_type, t)).finish();
+}
+
+// CGROUP: a cgroup id and its path.
+inline ByteVec cgroup_record(uint64_t sample_type, uint64_t id, std::string_view path,
+                             const TrailerValues& t = {}) {
+  RecordWriter w(perf::kRecordCgroup, 0);
+  w.u64(id).padded_string(path);
   return w.bytes(sample_id_trailer(sample_type, t)).finish();
 }
 

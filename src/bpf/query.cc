@@ -107,6 +107,12 @@ Result<UniqueFd> prog_fd_by_id(uint32_t id) {
   return UniqueFd(fd);
 }
 
+Result<UniqueFd> pinned_object(const std::string& path) {
+  int fd = bpf_obj_get(path.c_str());
+  if (fd < 0) return make_sys_error("bpf_obj_get " + path, -fd);
+  return UniqueFd(fd);
+}
+
 bpf_prog_info default_capacity() {
   bpf_prog_info want{};
   want.jited_prog_len = 16384;

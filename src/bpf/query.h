@@ -33,6 +33,8 @@ struct ReadBuffers {
 Result<std::vector<uint32_t>> list_prog_ids();
 // A reference to program `id`; kNotFound if it is gone.
 Result<UniqueFd> prog_fd_by_id(uint32_t id);
+// An fd of the object pinned at `path` in a BPF filesystem (BPF_OBJ_GET).
+Result<UniqueFd> pinned_object(const std::string& path);
 // bpf_prog_info with every array bpfprof stores (JITed image and ksyms, func
 // lens, func/line info, jited line info, prog tags), fetched in two phases.
 // Only the kernel's data: ksym_names stay empty (the enricher needs none, since

@@ -45,6 +45,9 @@ CLI::App* add_record_command(CLI::App& app, RecordFlags& f) {
   rec->add_flag("--bpf-stats", f.bpf_stats,
                 "Turn on the kernel's BPF run statistics (about 20 ns per program run) and store "
                 "each program's run count and run time");
+  rec->add_flag("--cgroup,--all-cgroups", f.cgroup,
+                "Record each sample's cgroup (v2) and the cgroups' paths, as perf's "
+                "--all-cgroups (report --sort cgroup,container)");
   rec->add_option("--enrich", f.enrich,
                   "How programs loaded while recording are enriched: in-kernel (captured at load, "
                   "the default; falls back to user where the kernel refuses) or user (a thread "
@@ -88,6 +91,7 @@ Result<record::RecordOptions> to_options(const RecordFlags& f, const std::vector
   o.output = f.output;
   o.mmap_pages = f.mmap_pages;
   o.bpf_stats = f.bpf_stats;
+  o.cgroup = f.cgroup;
   o.enricher_sched = f.enricher_sched == "other"  ? perfdata::EnricherSched::kOther
                      : f.enricher_sched == "nice" ? perfdata::EnricherSched::kOtherNice
                                                   : perfdata::EnricherSched::kFifo;

@@ -30,6 +30,7 @@ struct RecordFlags {
   uint32_t mmap_pages = record::kDefaultMmapPages;
   bool quiet = false;
   bool bpf_stats = false;
+  bool cgroup = false;
   std::string enricher_sched = "fifo";  // hidden: fifo | nice | other (measurements)
   std::string enricher_threads = "per-cpu";  // hidden: per-cpu | one
   std::string enrich = "in-kernel";  // in-kernel | user

@@ -177,6 +177,7 @@ perf_event_attr make_sampling_attr(const SamplingConfig& config) {
   attr.sample_type = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID |
                      PERF_SAMPLE_TIME | PERF_SAMPLE_CPU | PERF_SAMPLE_PERIOD;
   if (config.callchain) attr.sample_type |= PERF_SAMPLE_CALLCHAIN;
+  if (config.cgroup) attr.sample_type |= PERF_SAMPLE_CGROUP;
   attr.exclude_callchain_user = 0;
   set_monotonic_clock(attr);
   attr.disabled = 1;
@@ -206,6 +207,7 @@ perf_event_attr make_sideband_attr(const SidebandConfig& config, uint64_t sample
   attr.comm = config.comm ? 1 : 0;
   attr.comm_exec = config.comm ? 1 : 0;
   attr.task = config.task ? 1 : 0;
+  attr.cgroup = config.cgroup ? 1 : 0;
   if (config.wakeup_events > 0) {
     attr.wakeup_events = config.wakeup_events;
   } else if (config.wakeup_watermark > 0) {

@@ -45,16 +45,18 @@ struct SamplingConfig {
   bool callchain = false;          // -g
   bool inherit = false;            // following a command or pid
   bool enable_on_exec = false;
+  bool cgroup = false;             // PERF_SAMPLE_CGROUP (record --cgroup)
   uint32_t wakeup_watermark = 0;   // bytes; 0 = kernel default
 };
 
-// sample_type = IDENTIFIER|IP|TID|TIME|CPU|PERIOD (+CALLCHAIN), sample_id_all,
+// sample_type = IDENTIFIER|IP|TID|TIME|CPU|PERIOD (+CALLCHAIN, +CGROUP), sample_id_all,
 // use_clockid CLOCK_MONOTONIC, disabled, size = kAttrSizeWritten.
 perf_event_attr make_sampling_attr(const SamplingConfig& config);
 
 struct SidebandConfig {
   bool ksymbol = true, bpf_event = true;
   bool mmap2 = true, comm = true, task = true;
+  bool cgroup = false;             // CGROUP records for cgroups created meanwhile
   uint32_t wakeup_events = 0;      // 1 = wake on every record (enricher)
   uint32_t wakeup_watermark = 0;   // bytes, used when wakeup_events == 0
 };

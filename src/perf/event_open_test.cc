@@ -81,6 +81,13 @@ TEST(EventOpenTest, SamplingAttr) {
   EXPECT_EQ(attr.sample_type & PERF_SAMPLE_CALLCHAIN, 0u);
   EXPECT_EQ(attr.watermark, 0u);
   EXPECT_TRUE(SampleLayout::from_attr(attr).ok());
+
+  config.cgroup = true;
+  attr = make_sampling_attr(config);
+  EXPECT_NE(attr.sample_type & PERF_SAMPLE_CGROUP, 0u);
+  auto layout = SampleLayout::from_attr(attr);
+  ASSERT_TRUE(layout.ok());
+  EXPECT_GT(layout->fast_fixed_bytes(), 0);
 }
 
 TEST(EventOpenTest, SidebandAttrKeepsSampleType) {
@@ -103,6 +110,8 @@ TEST(EventOpenTest, SidebandAttrKeepsSampleType) {
   EXPECT_EQ(attr.task, 1u);
   EXPECT_EQ(attr.wakeup_events, 1u);
   EXPECT_EQ(attr.watermark, 0u);
+  EXPECT_EQ(attr.cgroup, 0u);
+  EXPECT_EQ(make_sideband_attr({.cgroup = true}, st).cgroup, 1u);
 
   attr = make_sideband_attr({.ksymbol = false, .mmap2 = false, .wakeup_watermark = 8192}, st);
   EXPECT_EQ(attr.ksymbol, 0u);

@@ -248,6 +248,15 @@ Result<Comm> Comm::parse(const RecordView& r, const SampleLayout& layout) {
   return m;
 }
 
+Result<Cgroup> Cgroup::parse(const RecordView& r, const SampleLayout& layout) {
+  BPFPROF_ASSIGN_OR_RETURN(Parts p, split(r, layout, kRecordCgroup, kRecordCgroup, "CGROUP"));
+  Cgroup m;
+  m.sample_id = p.sample_id;
+  BPFPROF_ASSIGN_OR_RETURN(m.id, p.body.u64("CGROUP.id"));
+  BPFPROF_ASSIGN_OR_RETURN(m.path, rest_string(p.body, "CGROUP.path"));
+  return m;
+}
+
 Result<ForkExit> ForkExit::parse(const RecordView& r, const SampleLayout& layout) {
   BPFPROF_ASSIGN_OR_RETURN(Parts p, split(r, layout, kRecordFork, kRecordExit, "FORK/EXIT"));
   ForkExit m;

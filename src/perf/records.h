@@ -65,8 +65,8 @@ class SampleLayout {
   uint64_t branch_sample_type() const { return branch_sample_type_; }
 
   // Bytes of the fixed u64 fields of a SAMPLE when sample_type has only
-  // such fields and maybe a callchain after them (Sample::parse_fast); -1
-  // for any other layout.
+  // such fields and maybe a callchain after them, and maybe the cgroup id
+  // after that (Sample::parse_fast); -1 for any other layout.
   int fast_fixed_bytes() const { return fast_fixed_bytes_; }
 
   // Timestamp / id of any record without a full parse; nullopt if absent.
@@ -138,6 +138,7 @@ struct Sample {
   uint64_t stream_id = 0;
   uint32_t cpu = 0;
   uint64_t period = 0;
+  uint64_t cgroup = 0;  // PERF_SAMPLE_CGROUP: the task's cgroup v2 id (0 = absent)
   U64Array callchain;  // raw ips with context markers, leaf first
   Bytes raw;           // PERF_SAMPLE_RAW payload
   // Later fields (branch stack, regs, stack) are skipped with bounds checks.
@@ -174,6 +175,13 @@ struct Comm {  // COMM (3)
   std::string_view comm;
   SampleId sample_id;
   static Result<Comm> parse(const RecordView& r, const SampleLayout& layout);
+};
+
+struct Cgroup {  // CGROUP (19): a cgroup v2 id and its path from the hierarchy's root
+  uint64_t id = 0;
+  std::string_view path;
+  SampleId sample_id;
+  static Result<Cgroup> parse(const RecordView& r, const SampleLayout& layout);
 };
 
 struct ForkExit {  // FORK (7) and EXIT (4)

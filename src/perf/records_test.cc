@@ -131,6 +131,19 @@ TEST_F(RecordsTest, Comm) {
   expect_trailer(c->sample_id);
 }
 
+TEST_F(RecordsTest, Cgroup) {
+  ByteVec b = testing::cgroup_record(kSampleType, 0x2a51, "/system.slice/a b.scope", kTrailer);
+  auto c = Cgroup::parse(view(b), layout_);
+  ASSERT_TRUE(c.ok()) << c.error().to_string();
+  EXPECT_EQ(c->id, 0x2a51u);
+  EXPECT_EQ(c->path, "/system.slice/a b.scope");
+  expect_trailer(c->sample_id);
+  // A path without its NUL before the trailer is refused, naming the field.
+  ByteVec cut = testing::RecordWriter(kRecordCgroup, 0).u64(1).u64(0x4141414141414141).finish();
+  auto bad = Cgroup::parse(view(cut), layout_);
+  ASSERT_FALSE(bad.ok());
+}
+
 TEST_F(RecordsTest, ForkAndExit) {
   for (bool exit : {false, true}) {
     ByteVec b = testing::fork_exit_record(kSampleType, exit, 5, 1, 6, 1, 999, kTrailer);

@@ -61,8 +61,9 @@ bool Sample::parse_fast(const RecordView& r, const SampleLayout& layout, Sample&
   const uint64_t st = layout.sample_type();
   const size_t fixed = static_cast<size_t>(fixed_bytes);
   const size_t chain_nr = (st & PERF_SAMPLE_CALLCHAIN) ? 8 : 0;
+  const size_t tail = (st & PERF_SAMPLE_CGROUP) ? 8 : 0;
   const size_t body = r.bytes.size() - sizeof(RecordHeader);
-  if (body < fixed + chain_nr) return false;
+  if (body < fixed + chain_nr + tail) return false;
   const std::byte* p = r.bytes.data() + sizeof(RecordHeader);
   auto next = [&p] {
     const uint64_t v = load_unaligned<uint64_t>(p);
@@ -83,7 +84,8 @@ bool Sample::parse_fast(const RecordView& r, const SampleLayout& layout, Sample&
   if (st & PERF_SAMPLE_STREAM_ID) s.stream_id = next();
   if (st & PERF_SAMPLE_CPU) s.cpu = static_cast<uint32_t>(next());
   if (st & PERF_SAMPLE_PERIOD) s.period = next();
-  const size_t left = body - fixed - chain_nr;
+  const size_t left = body - fixed - chain_nr - tail;
+  if (tail != 0) s.cgroup = load_unaligned<uint64_t>(p + chain_nr + left);
   if (chain_nr == 0) return left == 0;
   const uint64_t nr = next();
   if (left % 8 != 0 || nr != left / 8) return false;
@@ -175,7 +177,9 @@ Result<Sample> Sample::parse(const RecordView& r, const SampleLayout& layout) {
                           "SAMPLE.regs_intr.regs"));
   }
   if (st & PERF_SAMPLE_PHYS_ADDR) BPFPROF_TRY(skip_u64(c, "SAMPLE.phys_addr"));
-  if (st & PERF_SAMPLE_CGROUP) BPFPROF_TRY(skip_u64(c, "SAMPLE.cgroup"));
+  if (st & PERF_SAMPLE_CGROUP) {
+    BPFPROF_ASSIGN_OR_RETURN(s.cgroup, c.u64("SAMPLE.cgroup"));
+  }
   if (st & PERF_SAMPLE_DATA_PAGE_SIZE) BPFPROF_TRY(skip_u64(c, "SAMPLE.data_page_size"));
   if (st & PERF_SAMPLE_CODE_PAGE_SIZE) BPFPROF_TRY(skip_u64(c, "SAMPLE.code_page_size"));
   if (st & PERF_SAMPLE_AUX) {

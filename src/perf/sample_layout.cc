@@ -28,11 +28,11 @@ constexpr uint64_t kTrailerBits = PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMP
 constexpr uint64_t kReadFormatLimit61 = 1u << 5;  // PERF_FORMAT_LOST is the last bit
 
 // Fields of Sample::parse_fast: fixed-size u64 words (TID and
-// CPU are two u32 in one word) and the callchain.
+// CPU are two u32 in one word), the callchain, and the cgroup id after it.
 constexpr uint64_t kFastFields = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID |
                                  PERF_SAMPLE_TIME | PERF_SAMPLE_ADDR | PERF_SAMPLE_ID |
                                  PERF_SAMPLE_STREAM_ID | PERF_SAMPLE_CPU | PERF_SAMPLE_PERIOD |
-                                 PERF_SAMPLE_CALLCHAIN;
+                                 PERF_SAMPLE_CALLCHAIN | PERF_SAMPLE_CGROUP;
 
 }  // namespace
 
@@ -81,7 +81,8 @@ Result<SampleLayout> SampleLayout::from_attr(const perf_event_attr& attr) {
     }
   }
   if ((st & ~kFastFields) == 0) {
-    l.fast_fixed_bytes_ = 8 * std::popcount(st & ~uint64_t{PERF_SAMPLE_CALLCHAIN});
+    l.fast_fixed_bytes_ =
+        8 * std::popcount(st & ~uint64_t{PERF_SAMPLE_CALLCHAIN | PERF_SAMPLE_CGROUP});
   }
   return l;
 }

@@ -57,6 +57,30 @@ TEST_F(SampleTest, WithCallchain) {
   for (size_t i = 0; i < chain.size(); ++i) EXPECT_EQ(s->callchain[i], chain[i]);
 }
 
+TEST_F(SampleTest, CgroupAfterTheCallchainOnBothPaths) {
+  const std::vector<uint64_t> chain = {kContextUser, 0x401000, 0x402000};
+  for (uint64_t st : {kBase | PERF_SAMPLE_CGROUP, kBase | PERF_SAMPLE_CALLCHAIN | PERF_SAMPLE_CGROUP}) {
+    ByteVec b = testing::sample_record(
+        st, {.id = 9, .ip = 0x401000, .pid = 1, .tid = 2, .time = 1000, .period = 7,
+             .callchain = chain, .cgroup = 0x1234567});
+    const SampleLayout layout = layout_for(st);
+    ASSERT_GT(layout.fast_fixed_bytes(), 0);
+    Sample fast;
+    ASSERT_TRUE(Sample::parse_fast(view(b), layout, fast));
+    auto full = Sample::parse(view(b), layout);
+    ASSERT_TRUE(full.ok()) << full.error().to_string();
+    for (const Sample* s : {&fast, &*full}) {
+      EXPECT_EQ(s->cgroup, 0x1234567u);
+      EXPECT_EQ(s->period, 7u);
+      EXPECT_EQ(s->callchain.size(), (st & PERF_SAMPLE_CALLCHAIN) ? 3u : 0u);
+    }
+    // One word short: the fast path refuses, the full parse names the field.
+    ByteVec t(b.begin(), b.end() - 8);
+    set_size(t, static_cast<uint16_t>(t.size()));
+    EXPECT_FALSE(Sample::parse(view(t), layout).ok());
+  }
+}
+
 TEST_F(SampleTest, SkipsVariableFieldsInAbiOrder) {
   perf_event_attr attr{};
   attr.sample_type = kBase | PERF_SAMPLE_READ | PERF_SAMPLE_CALLCHAIN | PERF_SAMPLE_RAW |

@@ -130,6 +130,7 @@ std::map<int, std::vector<std::byte>> encode_features(const Features& f,
   if (f.kallsyms) out[kFeatBpfprofKallsyms] = encode_kallsyms(*f.kallsyms);
   if (f.enrichment) out[kFeatBpfprofEnrichment] = encode_enrichment(*f.enrichment);
   if (f.run_stats) out[kFeatBpfprofRunStats] = encode_run_stats(*f.run_stats);
+  if (f.owners) out[kFeatBpfprofOwners] = encode_owners(*f.owners);
   if (!f.bpf_prog_info.empty()) out[kFeatBpfProgInfo] = encode_bpf_prog_info(f.bpf_prog_info);
   if (!f.bpf_btf.empty()) out[kFeatBpfBtf] = encode_bpf_btf(f.bpf_btf);
   // Raw sections fill only numbers the typed fields did not claim.
@@ -216,6 +217,10 @@ Status decode_feature(int feat, Bytes payload, uint64_t base, Features& out,
     }
     case kFeatBpfprofRunStats: {
       BPFPROF_ASSIGN_OR_RETURN(out.run_stats, decode_run_stats(payload, base));
+      return ok_status();
+    }
+    case kFeatBpfprofOwners: {
+      BPFPROF_ASSIGN_OR_RETURN(out.owners, decode_owners(payload, base));
       return ok_status();
     }
     default:

@@ -15,6 +15,7 @@
 #include "bpf/prog_info.h"
 #include "perf/abi.h"
 #include "perfdata/enrichment_feature.h"
+#include "perfdata/owners_feature.h"
 
 namespace bpfprof::perfdata {
 
@@ -43,6 +44,7 @@ enum Feature : int {
   kFeatBpfprofKallsyms = 250,
   kFeatBpfprofEnrichment = 251,  // how BPF programs were enriched (enrichment_feature.h)
   kFeatBpfprofRunStats = 252,    // per-program run statistics (record --bpf-stats)
+  kFeatBpfprofOwners = 253,      // who held the programs loaded at start (owners_feature.h)
 };
 
 // HEADER_COMPRESSED (27), written by `perf record -z`.
@@ -78,6 +80,7 @@ struct Features {
   std::optional<Compression> compression;      // COMPRESSED
   std::optional<EnrichmentSection> enrichment;  // bpfprof's 251
   std::optional<RunStatsSection> run_stats;     // bpfprof's 252
+  std::optional<OwnersSection> owners;          // bpfprof's 253
   // EVENT_DESC is derived from the attrs by the writer.
   // Sections bpfprof does not interpret (reader: kept raw by number).
   std::map<int, std::vector<std::byte>> other;

@@ -322,7 +322,9 @@ Status FileReader::take_in_stream_features() {
 void FileReader::decode_one_feature(int feat, Bytes payload, uint64_t at,
                                     std::vector<std::string>& event_names) {
   // perf 6.1 numbers end below kFeatLast61; ours sit far above.
-  if (feat >= kFeatLast61 && feat != kFeatBpfprofKallsyms) stats_.unknown_features++;
+  if (feat >= kFeatLast61 && (feat < kFeatBpfprofKallsyms || feat > kFeatBpfprofOwners)) {
+    stats_.unknown_features++;
+  }
   Status st = decode_feature(feat, payload, at, features_, event_names);
   if (!st.ok()) feature_errors_.push_back(std::move(st).error());
 }

@@ -42,6 +42,7 @@ struct RecordOptions {
   uint32_t mmap_pages = kDefaultMmapPages;         // -m
   uint32_t sideband_pages = kDefaultSidebandPages;
   bool bpf_stats = false;               // --bpf-stats: BPF_STATS_RUN_TIME on while recording
+  bool cgroup = false;                  // --cgroup: PERF_SAMPLE_CGROUP and CGROUP records
   // The enricher's scheduling request and thread layout (see EnricherConfig);
   // changed only to measure what they buy (bench/short_lived.sh).
   perfdata::EnricherSched enricher_sched = perfdata::EnricherSched::kFifo;

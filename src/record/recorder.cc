@@ -19,6 +19,7 @@
 #include "record/capture_enricher.h"
 #include "record/event_set.h"
 #include "record/output_file.h"
+#include "record/owners.h"
 #include "record/signals.h"
 #include "record/synthesize.h"
 #include "record/workload.h"
@@ -75,11 +76,13 @@ Setup make_attrs(const RecordOptions& o, const perf::EventSpec& spec) {
   sc.callchain = o.callchain;
   sc.inherit = !o.samples_system_wide();
   sc.enable_on_exec = !o.samples_system_wide() && !o.command.empty();
+  sc.cgroup = o.cgroup;
   // Wake at a quarter full: a pass per wake-up, far from overflowing.
   sc.wakeup_watermark = static_cast<uint32_t>(o.mmap_pages * kPageSize / 4);
   s.sampling = perf::make_sampling_attr(sc);
   perf::SidebandConfig sb;
   sb.wakeup_watermark = static_cast<uint32_t>(o.sideband_pages * kPageSize / 4);
+  sb.cgroup = o.cgroup;
   s.sideband = perf::make_sideband_attr(sb, s.sampling.sample_type);
   return s;
 }
@@ -130,7 +133,7 @@ Status hand_to_writer(perfdata::FileWriter& writer, const std::vector<bpf::ProgI
 // Writes everything that describes the world before recording, then FINISHED_INIT.
 Result<BpfSynthesis> write_initial_state(perfdata::FileWriter& writer, EventSet& events,
                                          size_t trailer, const KallsymsScan& kallsyms,
-                                         const RecordSink& sink) {
+                                         bool cgroups, const RecordSink& sink) {
   SynthBuffer synth(trailer);
   auto flush = [&]() -> Status {
     BPFPROF_TRY(writer.append(synth.bytes()));
@@ -144,6 +147,19 @@ Result<BpfSynthesis> write_initial_state(perfdata::FileWriter& writer, EventSet&
       BpfSynthesis bpf,
       synthesize_bpf(synth, kallsyms.bpf, [&] { return live_prog_loads(events); }));
   BPFPROF_TRY(flush());
+  if (cgroups) {
+    // Cgroups created from here on come as CGROUP records of the side-band
+    // event; one created during this walk may be described twice (same id
+    // and path).
+    auto mountinfo = read_text_file("/proc/self/mountinfo");
+    auto mount = mountinfo.ok() ? find_cgroup2_mount(*mountinfo) : std::nullopt;
+    if (!mount) {
+      if (sink.notice) sink.notice("--cgroup: no cgroup v2 hierarchy mounted: cgroups are unnamed");
+    } else {
+      BPFPROF_TRY(synthesize_cgroups(synth, *mount, flush));
+      BPFPROF_TRY(flush());
+    }
+  }
   BPFPROF_TRY(synthesize_threads(synth, flush));
   synth.header_only(perf::kRecordFinishedInit);
   BPFPROF_TRY(flush());
@@ -266,8 +282,15 @@ Result<RecordStats> record(const RecordOptions& o, const RecordSink& sink) {
         return before_start(std::move(s).error());
     }
   }
-  auto bpf = write_initial_state(writer, events, layout.id_hdr_size(), *kallsyms, sink);
+  auto bpf = write_initial_state(writer, events, layout.id_hdr_size(), *kallsyms, o.cgroup, sink);
   if (!bpf.ok()) return before_start(std::move(bpf).error());
+  // Who holds the programs that were there before us (those loaded from now
+  // on name their loader in their BPF_EVENT); in the data at once, too.
+  perfdata::OwnersSection owners = scan_program_owners(bpf->synthesized);
+  if (auto s = writer.append_in_stream(perfdata::kFeatBpfprofOwners, perfdata::encode_owners(owners));
+      !s.ok()) {
+    return before_start(std::move(s).error());
+  }
   if (auto s = hand_to_writer(writer, bpf->infos, bpf->btfs); !s.ok())
     return before_start(std::move(s).error());
   if (auto s = writer.finish_round(); !s.ok()) return before_start(std::move(s).error());
@@ -339,6 +362,7 @@ Result<RecordStats> record(const RecordOptions& o, const RecordSink& sink) {
     features.bpf_prog_info.push_back(std::move(info));
   }
   features.enrichment = enrichment_section(enrichment, bpf->synthesized, stored);
+  features.owners = std::move(owners);
   if (o.bpf_stats) {
     perfdata::RunStatsSection rs;
     rs.poll_interval_ns = kRunStatsPollNs;

@@ -107,6 +107,13 @@ void SynthBuffer::bpf_event(uint16_t type, uint32_t id, const bpf::Tag& tag) {
   finish(at);
 }
 
+void SynthBuffer::cgroup(uint64_t id, std::string_view path) {
+  size_t at = begin(perf::kRecordCgroup, 0);
+  put(id);
+  put_string(path);
+  finish(at);
+}
+
 void SynthBuffer::header_only(uint32_t type) { finish(begin(type, 0), false); }
 
 }  // namespace bpfprof::record

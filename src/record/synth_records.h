@@ -35,6 +35,7 @@ class SynthBuffer {
   void ksymbol(uint64_t addr, uint32_t len, uint16_t ksym_type, uint16_t flags,
                std::string_view name);
   void bpf_event(uint16_t type, uint32_t id, const bpf::Tag& tag);
+  void cgroup(uint64_t id, std::string_view path);
   // Header-only user record (FINISHED_INIT), no trailer.
   void header_only(uint32_t type);
 

@@ -2,6 +2,8 @@
 #include "record/synthesize.h"
 
 #include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -77,6 +79,51 @@ void synthesize_process(SynthBuffer& out, const std::string& proc, int pid) {
   }
 }
 
+// The cgroup id of a directory of the cgroup v2 mount: the kernfs node id,
+// which is what PERF_SAMPLE_CGROUP carries; name_to_handle_at returns it
+// as the handle, and on 64-bit kernels it is also the inode number.
+std::optional<uint64_t> cgroup_id(const std::string& path) {
+  struct {
+    struct file_handle fh;
+    uint64_t id;
+  } handle{};
+  handle.fh.handle_bytes = sizeof(uint64_t);
+  int mount_id = 0;
+  if (::name_to_handle_at(AT_FDCWD, path.c_str(), &handle.fh, &mount_id, 0) == 0 &&
+      handle.fh.handle_bytes == sizeof(uint64_t)) {
+    uint64_t id = 0;
+    std::memcpy(&id, handle.fh.f_handle, sizeof id);
+    return id;
+  }
+  struct stat st{};
+  if (::stat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return std::nullopt;
+  return static_cast<uint64_t>(st.st_ino);
+}
+
+void walk_cgroups(SynthBuffer& out, const std::string& dir, const std::string& path,
+                  size_t& count, Status& flushed, const std::function<Status()>& flush) {
+  auto id = cgroup_id(dir);
+  if (!id) return;  // removed meanwhile
+  out.cgroup(*id, path);
+  count++;
+  if (out.bytes().size() >= kFlushBytes && flushed.ok()) flushed = flush();
+  std::unique_ptr<DIR, int (*)(DIR*)> d(::opendir(dir.c_str()), &::closedir);
+  if (!d) return;
+  std::vector<std::string> children;
+  while (dirent* e = ::readdir(d.get())) {
+    if (e->d_type != DT_DIR || std::strcmp(e->d_name, ".") == 0 ||
+        std::strcmp(e->d_name, "..") == 0) {
+      continue;
+    }
+    children.emplace_back(e->d_name);
+  }
+  std::sort(children.begin(), children.end());
+  for (const std::string& c : children) {
+    walk_cgroups(out, dir + "/" + c, path == "/" ? "/" + c : path + "/" + c, count, flushed,
+                 flush);
+  }
+}
+
 bool is_trampoline(const std::string& name) {
   return name.starts_with("bpf_trampoline_") || name.starts_with("bpf_dispatcher_");
 }
@@ -112,6 +159,57 @@ Status synthesize_threads(SynthBuffer& out, const std::function<Status()>& flush
     if (out.bytes().size() >= kFlushBytes) BPFPROF_TRY(flush());
   }
   return ok_status();
+}
+
+std::string unescape_mountinfo(std::string_view s) {
+  auto octal = [&](size_t i, char max) { return s[i] >= '0' && s[i] <= max; };
+  std::string out;
+  for (size_t i = 0; i < s.size(); i++) {
+    if (s[i] == '\\' && i + 3 < s.size() && octal(i + 1, '3') && octal(i + 2, '7') &&
+        octal(i + 3, '7')) {
+      out += static_cast<char>((s[i + 1] - '0') * 64 + (s[i + 2] - '0') * 8 + (s[i + 3] - '0'));
+      i += 3;
+    } else {
+      out += s[i];
+    }
+  }
+  return out;
+}
+
+std::optional<Cgroup2Mount> find_cgroup2_mount(std::string_view mountinfo) {
+  while (!mountinfo.empty()) {
+    const size_t nl = mountinfo.find('\n');
+    std::string_view line = mountinfo.substr(0, nl);
+    mountinfo = nl == std::string_view::npos ? std::string_view() : mountinfo.substr(nl + 1);
+    // id parent maj:min root mount-point options [optional...] - fstype source super-options
+    const size_t dash = line.find(" - ");
+    if (dash == std::string_view::npos) continue;
+    if (!line.substr(dash + 3).starts_with("cgroup2 ")) continue;
+    std::vector<std::string_view> fields;
+    std::string_view rest = line.substr(0, dash);
+    while (!rest.empty()) {
+      const size_t sp = rest.find(' ');
+      fields.push_back(rest.substr(0, sp));
+      rest = sp == std::string_view::npos ? std::string_view() : rest.substr(sp + 1);
+    }
+    if (fields.size() < 5) continue;
+    Cgroup2Mount m;
+    m.root = unescape_mountinfo(fields[3]);
+    m.mount_point = unescape_mountinfo(fields[4]);
+    return m;
+  }
+  return std::nullopt;
+}
+
+Result<size_t> synthesize_cgroups(SynthBuffer& out, const Cgroup2Mount& mount,
+                                  const std::function<Status()>& flush) {
+  size_t count = 0;
+  Status flushed = ok_status();
+  std::string root = mount.root.empty() ? "/" : mount.root;
+  while (root.size() > 1 && root.back() == '/') root.pop_back();
+  walk_cgroups(out, mount.mount_point, root, count, flushed, flush);
+  if (!flushed.ok()) return flushed.error();
+  return count;
 }
 
 void collect_prog_load_ids(const perf::RingBuffer::Chunk& c, std::set<uint32_t>& ids) {

@@ -7,7 +7,10 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <set>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/error.h"
@@ -25,6 +28,25 @@ Status synthesize_kernel(SynthBuffer& out, const Result<KernelText>& text);
 // leader, from /proc. `flush` is called whenever `out` has grown large.
 Status synthesize_threads(SynthBuffer& out, const std::function<Status()>& flush,
                           const std::string& proc = "/proc");
+
+// A path field of /proc/self/mountinfo: space, tab, newline and backslash
+// come escaped as \ooo (octal).
+std::string unescape_mountinfo(std::string_view field);
+
+// Where the cgroup v2 hierarchy is mounted, from /proc/self/mountinfo text:
+// the mount point, and the hierarchy path its root shows ("/" unless the
+// mount is of a sub-tree). nullopt when no cgroup2 is mounted.
+struct Cgroup2Mount {
+  std::string mount_point;
+  std::string root = "/";
+};
+std::optional<Cgroup2Mount> find_cgroup2_mount(std::string_view mountinfo);
+
+// One CGROUP record (id, path from the hierarchy's root, as the kernel names
+// it in PERF_RECORD_CGROUP) per cgroup under the mount, parents first.
+// Cgroups that vanish during the walk are skipped. Returns how many.
+Result<size_t> synthesize_cgroups(SynthBuffer& out, const Cgroup2Mount& mount,
+                                  const std::function<Status()>& flush);
 
 // Ids of the programs whose PROG_LOAD sits in a ring's unread bytes (scanned
 // without consuming: those programs will appear in the stream with their real

@@ -1,12 +1,18 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "record/synthesize.h"
 
+#include <sys/stat.h>
+
+#include <cstdio>
+#include <set>
+
 #include <gtest/gtest.h>
 
 #include "perf/event_open.h"
 #include "perf/records.h"
 #include "record/synth_records.h"
 #include "testing/record_builder.h"
+#include "testing/subprocess.h"
 
 namespace bpfprof::record {
 namespace {
@@ -129,6 +135,67 @@ TEST(SynthesizeTest, RecordsParseBackWithZeroTrailers) {
   EXPECT_EQ(ev->tag[7], 8);
   EXPECT_EQ(recs[6].header.type, perf::kRecordFinishedInit);
   EXPECT_EQ(recs[6].header.size, 8u);
+}
+
+}  // namespace
+}  // namespace bpfprof::record
+
+namespace bpfprof::record {
+namespace {
+
+TEST(SynthesizeCgroupsTest, FindsTheCgroup2MountInMountinfo) {
+  const std::string text =
+      "30 22 0:27 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=755\n"
+      "31 30 0:28 / /sys/fs/cgroup/cpu rw,relatime - cgroup cgroup rw,cpu\n"
+      "40 30 0:37 /sub\\040tree /sys/fs/cgroup/uni\\134fied rw,relatime shared:9 - cgroup2 "
+      "cgroup2 rw\n";
+  auto m = find_cgroup2_mount(text);
+  ASSERT_TRUE(m.has_value());
+  EXPECT_EQ(m->mount_point, "/sys/fs/cgroup/uni\\fied");
+  EXPECT_EQ(m->root, "/sub tree");
+  EXPECT_FALSE(find_cgroup2_mount(text.substr(0, text.find("40 30"))).has_value());
+  EXPECT_FALSE(find_cgroup2_mount("garbage\n- cgroup2 x\n").has_value());
+}
+
+// The walk names every directory below the mount, parents first, with
+// paths from the hierarchy's root (the mount's root as prefix).
+TEST(SynthesizeCgroupsTest, OneRecordPerDirectoryParentsFirst) {
+  testing::TempDir dir;
+  for (const char* d : {"/b", "/a", "/a/x", "/a/x/deep"}) {
+    ASSERT_EQ(::mkdir((dir.path() + d).c_str(), 0755), 0) << d;
+  }
+  std::FILE* file = std::fopen((dir.path() + "/a/file").c_str(), "w");  // not a cgroup
+  ASSERT_NE(file, nullptr);
+  std::fclose(file);
+  const size_t trailer = layout().id_hdr_size();
+  for (const std::string root : {"/", "/k8s/"}) {
+    SynthBuffer out(trailer);
+    size_t flushes = 0;
+    auto n = synthesize_cgroups(out, {dir.path(), root}, [&] {
+      flushes++;
+      return ok_status();
+    });
+    ASSERT_TRUE(n.ok()) << n.error().to_string();
+    EXPECT_EQ(*n, 5u);
+    std::vector<std::string> paths;
+    std::set<uint64_t> ids;
+    for (const perf::RecordView& r : records_of(out.bytes())) {
+      auto c = perf::Cgroup::parse(r, layout());
+      ASSERT_TRUE(c.ok()) << c.error().to_string();
+      EXPECT_EQ(c->sample_id.time, 0u);
+      paths.emplace_back(c->path);
+      ids.insert(c->id);
+    }
+    const std::string p = root == "/" ? "" : "/k8s";
+    EXPECT_EQ(paths, (std::vector<std::string>{root == "/" ? "/" : "/k8s", p + "/a", p + "/a/x",
+                                               p + "/a/x/deep", p + "/b"}));
+    EXPECT_EQ(ids.size(), 5u);
+    EXPECT_EQ(ids.count(0), 0u);
+  }
+  SynthBuffer out(trailer);
+  auto gone = synthesize_cgroups(out, {dir.path() + "/none", "/"}, [] { return ok_status(); });
+  ASSERT_TRUE(gone.ok());
+  EXPECT_EQ(*gone, 0u);
 }
 
 }  // namespace
