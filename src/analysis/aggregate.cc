@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <array>
 #include <deque>
+#include <map>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -60,15 +61,20 @@ struct FrameRefHash {
   size_t operator()(const FrameRef& f) const { return f.hash(); }
 };
 
-// Who ran a sample, by identity (the comm is a view into the symbolizer).
+// Who ran a sample, by identity (comm and cgroup are views into the
+// symbolizer or the worker's own names).
 struct ThreadRef {
   uint32_t pid, tid;
   const char* comm;
   size_t comm_len;
+  const char* cgroup;
+  size_t cgroup_len;
 
   bool operator==(const ThreadRef&) const = default;
   uint64_t hash() const {
-    return mix(mix((uint64_t{pid} << 32) | tid, reinterpret_cast<uintptr_t>(comm)), comm_len);
+    const uint64_t h =
+        mix(mix((uint64_t{pid} << 32) | tid, reinterpret_cast<uintptr_t>(comm)), comm_len);
+    return mix(mix(h, reinterpret_cast<uintptr_t>(cgroup)), cgroup_len);
   }
 };
 
@@ -108,7 +114,28 @@ struct Worker {
   std::unordered_map<LeafKey, Counts*, LeafKeyHash> leaf_slots;
   std::unordered_map<FrameRef, profile::FrameId, FrameRefHash> frame_ids;
   std::unordered_map<StackKey, Counts*, StackKeyHash> stack_slots;
+  uint64_t cgroup_unknown = 0;
+  uint64_t owner_unknown = 0;  // programs (after the merge)
+  std::unordered_map<uint64_t, std::string> unnamed_cgroups;  // id -> "[cgroup id N]"
 };
+
+constexpr std::string_view kUnknownCgroup = "[unknown]";
+
+// The sample's cgroup as reports name it: its path from a CGROUP record;
+// `[unknown]` when the sample carries none, `[cgroup id N]` when no record
+// named it (both counted).
+std::string_view cgroup_name(const symbols::Symbolizer& sym, uint64_t id, Worker& w) {
+  if (id == 0) {
+    w.cgroup_unknown++;
+    return kUnknownCgroup;
+  }
+  std::string_view path = sym.cgroup_path(id);
+  if (!path.empty()) return path;
+  w.cgroup_unknown++;
+  auto [it, fresh] = w.unnamed_cgroups.try_emplace(id);
+  if (fresh) it->second = fmt::format("[cgroup id {}]", id);
+  return it->second;
+}
 
 profile::FrameId frame_id(Worker& w, const symbols::Frame& f, std::string_view line) {
   const profile::Frame frame{f.symbol, f.dso, line, f.kind, f.bpf_program, f.bpf_function};
@@ -142,8 +169,10 @@ void add_sample(const Session& session, const AggregateOptions& options,
   }
   std::string_view comm = sym.comm(sample->pid, sample->tid, sample->time);
   if (comm.empty()) comm = "[unknown]";
-  const ThreadRef thread{sample->pid, sample->tid, comm.data(), comm.size()};
-  const profile::Thread profile_thread{sample->pid, sample->tid, comm};
+  const std::string_view cgroup = options.cgroups ? cgroup_name(sym, sample->cgroup, w) : "";
+  const ThreadRef thread{sample->pid, sample->tid, comm.data(), comm.size(), cgroup.data(),
+                         cgroup.size()};
+  const profile::Thread profile_thread{sample->pid, sample->tid, comm, cgroup};
 
   if (!options.stacks && !options.lines && w.frames.size() == 1) {
     const symbols::Frame& f = w.frames.front().frame;
@@ -192,6 +221,8 @@ void add_counters(const Session& session, const Worker& merged, profile::Profile
   all[Diag::kSamplesBad] += merged.bad_samples;
   all[Diag::kBpfSamplesUnattributed] += merged.bpf_unattributed;
   all[Diag::kSampleChunksUnreadable] += merged.chunks_unreadable;
+  all[Diag::kCgroupUnknown] += merged.cgroup_unknown;
+  all[Diag::kBpfOwnerUnknown] += merged.owner_unknown;
   for (size_t i = 1; i < kUnknownReasons; i++) {
     all[symbols::unknown_frames_diag(static_cast<symbols::Unknown>(i))] += merged.unknown_frames[i];
   }
@@ -200,10 +231,43 @@ void add_counters(const Session& session, const Worker& merged, profile::Profile
   }
 }
 
-std::vector<ProgramRow> program_table(const symbols::Symbolizer& sym, const profile::Profile& p) {
+// The owner of a program (ProgramRow::owner): its loader from the stream,
+// else the holders the recorder found at start (feature 253).
+void set_owner(const symbols::Symbolizer& sym, const perfdata::Features& features,
+               const symbols::BpfProgram& prog, ProgramRow& row) {
+  if (prog.loader_pid != 0) {
+    std::string_view comm = sym.comm(prog.loader_pid, prog.loader_tid, prog.load_time);
+    row.owner = fmt::format("{}[{}]", comm.empty() ? "[unknown]" : comm, prog.loader_pid);
+    row.owner_pids = {prog.loader_pid};
+    return;
+  }
+  if (prog.load_time != 0 || !features.owners) return;
+  std::string owner;
+  bool pinned = false;
+  for (const perfdata::ProgramHolder& h : features.owners->holders) {
+    if (h.prog_id != prog.id) continue;
+    if (h.pid == 0) {
+      pinned = pinned || h.has(perfdata::ProgramHolder::kPinned);
+      continue;
+    }
+    if (!owner.empty()) owner += ',';
+    owner += fmt::format("{}[{}]", h.comm.empty() ? "[unknown]" : h.comm, h.pid);
+    row.owner_pids.push_back(h.pid);
+  }
+  if (!owner.empty()) {
+    row.owner = std::move(owner);
+  } else if (pinned) {
+    row.owner = "[pinned]";
+  }
+}
+
+std::vector<ProgramRow> program_table(const symbols::Symbolizer& sym,
+                                      const perfdata::Features& features,
+                                      const profile::Profile& p) {
   std::vector<ProgramRow> rows;
   for (const symbols::BpfProgram& prog : sym.bpf_programs()) {
     ProgramRow row;
+    set_owner(sym, features, prog, row);
     row.id = prog.id;
     row.name = prog.name;
     row.tag = bpf::tag_hex(prog.tag);
@@ -233,6 +297,28 @@ std::vector<std::string> program_names(const ReportData& data) {
   std::vector<std::string> names;
   for (const ProgramRow& p : data.programs) names.push_back(p.name);
   return names;
+}
+
+std::vector<std::string> program_owners(const ReportData& data) {
+  std::vector<std::string> owners;
+  for (const ProgramRow& p : data.programs) owners.push_back(p.owner);
+  return owners;
+}
+
+std::vector<OwnerCost> cost_by_owner(const ReportData& data) {
+  std::map<std::string, OwnerCost> by;
+  for (const ProgramRow& p : data.programs) {
+    if (p.samples == 0) continue;
+    OwnerCost& c = by[p.owner];
+    c.owner = p.owner;
+    c.samples += p.samples;
+    c.programs++;
+  }
+  std::vector<OwnerCost> out;
+  for (auto& [name, c] : by) out.push_back(std::move(c));
+  std::stable_sort(out.begin(), out.end(),
+                   [](const OwnerCost& a, const OwnerCost& b) { return a.samples > b.samples; });
+  return out;
 }
 
 ReportData aggregate(const Session& session, const AggregateOptions& options) {
@@ -302,12 +388,15 @@ ReportData aggregate(const Session& session, const AggregateOptions& options) {
     first.bad_samples += w.bad_samples;
     first.bpf_unattributed += w.bpf_unattributed;
     first.chunks_unreadable += w.chunks_unreadable;
+    first.cgroup_unknown += w.cgroup_unknown;
   }
   ReportData data;
   data.header = session.header();
   data.profile = std::move(first.profile);
+  data.programs =
+      program_table(session.symbolizer(), session.reader().features(), data.profile);
+  for (const ProgramRow& p : data.programs) first.owner_unknown += p.owner == "[unknown]";
   add_counters(session, first, data.profile);
-  data.programs = program_table(session.symbolizer(), data.profile);
   return data;
 }
 

@@ -14,6 +14,7 @@ namespace bpfprof::report {
 struct AggregateOptions {
   bool stacks = false;  // keep whole callchains (report -g); else leaf frames only
   bool lines = false;   // look up BPF source lines (sort key `line`)
+  bool cgroups = false; // name each sample's cgroup (sort keys `cgroup`, `container`)
   unsigned threads = 0; // 0 = one per online CPU
   SampleFilter filter;  // samples left out are not counted anywhere (export --pid/--time)
 };

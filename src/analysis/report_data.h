@@ -53,6 +53,12 @@ struct ProgramRow {
   // Measured by the kernel (record --bpf-stats): runs and run time during the
   // recording; none when the file has no value for this program.
   std::optional<uint64_t> run_cnt, run_time_ns;
+  // Who owns it: `comm[pid]` of the task that loaded it (its BPF_EVENT) or,
+  // for a program loaded before recording, of every process that held an fd
+  // of it or of a link of it then (comma-separated); `[pinned]` when only a
+  // BPF filesystem held it; `[unknown]` when the recording does not say.
+  std::string owner = "[unknown]";
+  std::vector<uint32_t> owner_pids;  // the pids named in `owner`
 };
 
 // How the recorder enriched BPF programs (bpfprof's feature 251), and
@@ -86,5 +92,15 @@ struct ReportData {
 
 // Program names indexed like ReportData::programs (for profile::GroupOptions).
 std::vector<std::string> program_names(const ReportData& data);
+// Program owners, the same way.
+std::vector<std::string> program_owners(const ReportData& data);
+
+// BPF leaf samples per owner, most first (ties by name): the header line.
+struct OwnerCost {
+  std::string owner;
+  uint64_t samples = 0;
+  size_t programs = 0;  // instances with samples
+};
+std::vector<OwnerCost> cost_by_owner(const ReportData& data);
 
 }  // namespace bpfprof::report

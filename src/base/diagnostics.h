@@ -45,6 +45,10 @@
     "program loads without a stored BPF_PROG_INFO (no line info, no annotate)")                    \
   X(kBpfSamplesUnattributed, "bpf_samples_unattributed", kUnnamed, kAlways,                        \
     "samples whose leaf is in a BPF address range where nothing was loaded at that time")         \
+  X(kBpfOwnerUnknown, "bpf_owner_unknown", kUnnamed, kNonZero,                                    \
+    "BPF programs whose owner the recording does not tell (loaded before recording with no holder found, or in a file without section 253)") \
+  X(kCgroupUnknown, "cgroup_unknown", kUnnamed, kNonZero,                                          \
+    "samples counted under cgroup/container as [unknown] (recorded without --cgroup) or as an id no CGROUP record named") \
   X(kUnknownFramesNoKallsyms, "unknown_frames.no_kallsyms", kUnnamed, kAlways,                     \
     "kernel frames in a file without a kallsyms snapshot")                                         \
   X(kUnknownFramesKernelNoSymbol, "unknown_frames.kernel_no_symbol", kUnnamed, kAlways,            \

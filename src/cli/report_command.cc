@@ -65,6 +65,7 @@ int run_report(const ReportFlags& f) {
   agg.stacks = f.callgraph;
   agg.lines = std::find(options->keys.begin(), options->keys.end(), profile::SortKey::kLine) !=
               options->keys.end();
+  agg.cgroups = profile::needs_cgroups(options->keys);
   agg.threads = f.jobs;
   meter.next_pass();
   report::ReportData data = report::aggregate(**session, agg);

@@ -11,11 +11,26 @@
 namespace bpfprof::profile {
 namespace {
 
-constexpr SortKey kAllKeys[] = {SortKey::kProg, SortKey::kSym, SortKey::kDso,
-                                SortKey::kComm, SortKey::kPid, SortKey::kLine};
+constexpr SortKey kAllKeys[] = {SortKey::kProg, SortKey::kSym,  SortKey::kDso,
+                                SortKey::kComm, SortKey::kPid,  SortKey::kLine,
+                                SortKey::kCgroup, SortKey::kContainer, SortKey::kOwner};
+
+bool is_hex64(std::string_view s) {
+  return s.size() == 64 && std::all_of(s.begin(), s.end(), [](char c) {
+           return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+         });
+}
+
+// `<prefix><64 hex>.scope` -> the id, else empty.
+std::string_view scope_id(std::string_view segment, std::string_view prefix) {
+  if (!segment.starts_with(prefix) || !segment.ends_with(".scope")) return {};
+  std::string_view id = segment.substr(prefix.size(), segment.size() - prefix.size() - 6);
+  return is_hex64(id) ? id : std::string_view();
+}
 
 std::string value_of(SortKey key, const Frame* leaf, const Thread& thread,
-                     const std::vector<std::string>& program_names) {
+                     const GroupOptions& options) {
+  const std::vector<std::string>& program_names = options.program_names;
   switch (key) {
     case SortKey::kProg:
       // A trampoline or dispatcher belongs to no program: its own name says most.
@@ -33,6 +48,19 @@ std::string value_of(SortKey key, const Frame* leaf, const Thread& thread,
       return fmt::format("{}:{}", thread.pid, thread.comm);
     case SortKey::kLine:
       return leaf && !leaf->line.empty() ? std::string(leaf->line) : "[unknown]";
+    case SortKey::kCgroup:
+      return thread.cgroup.empty() ? "[unknown]" : std::string(thread.cgroup);
+    case SortKey::kContainer:
+      if (thread.cgroup.empty() || thread.cgroup.starts_with("[")) return "[unknown]";
+      return container_of(thread.cgroup);
+    case SortKey::kOwner:
+      if (leaf == nullptr || leaf->kind != FrameKind::kBpf || leaf->bpf_program == 0) {
+        return "[not bpf]";
+      }
+      if (leaf->bpf_program <= options.program_owners.size()) {
+        return options.program_owners[leaf->bpf_program - 1];
+      }
+      return "[unknown]";
   }
   return "";
 }
@@ -64,8 +92,45 @@ std::string_view sort_key_name(SortKey key) {
     case SortKey::kComm: return "comm";
     case SortKey::kPid: return "pid";
     case SortKey::kLine: return "line";
+    case SortKey::kCgroup: return "cgroup";
+    case SortKey::kContainer: return "container";
+    case SortKey::kOwner: return "owner";
   }
   return "?";
+}
+
+bool needs_cgroups(const std::vector<SortKey>& keys) {
+  return std::any_of(keys.begin(), keys.end(), [](SortKey k) {
+    return k == SortKey::kCgroup || k == SortKey::kContainer;
+  });
+}
+
+std::string container_of(std::string_view path) {
+  static constexpr std::pair<std::string_view, std::string_view> kScopes[] = {
+      {"docker-", "docker"},
+      {"cri-containerd-", "containerd"},
+      {"crio-", "cri-o"},
+      {"libpod-", "podman"},
+  };
+  // The innermost segment that names a container wins.
+  std::string_view rest = path;
+  std::string_view parent;
+  std::string found;
+  while (!rest.empty()) {
+    const size_t slash = rest.find('/');
+    const std::string_view segment = rest.substr(0, slash);
+    rest = slash == std::string_view::npos ? std::string_view() : rest.substr(slash + 1);
+    for (const auto& [prefix, runtime] : kScopes) {
+      if (std::string_view id = scope_id(segment, prefix); !id.empty()) {
+        found = fmt::format("{}:{}", runtime, id.substr(0, 12));
+      }
+    }
+    if (is_hex64(segment)) {
+      found = fmt::format("{}:{}", parent == "docker" ? "docker" : "container", segment.substr(0, 12));
+    }
+    if (!segment.empty()) parent = segment;
+  }
+  return found.empty() ? std::string(path) : found;
 }
 
 std::string valid_sort_keys() {
@@ -117,7 +182,7 @@ std::vector<Row> group(const Profile& profile, const GroupOptions& options) {
     Row row;
     joined.clear();
     for (SortKey k : options.keys) {
-      row.values.push_back(value_of(k, leaf, key.thread, options.program_names));
+      row.values.push_back(value_of(k, leaf, key.thread, options));
       joined += row.values.back();
       joined += '\x1f';
     }

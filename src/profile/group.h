@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// Grouping a Profile by report sort keys (prog, sym, dso, comm, pid, line)
-// into rows, and the callers tree of a row for `report -g`.
+// Grouping a Profile by report sort keys (prog, sym, dso, comm, pid, line,
+// cgroup, container, owner) into rows, and the callers tree of a row for `report -g`.
 #pragma once
 
 #include <cstdint>
@@ -13,11 +13,23 @@
 
 namespace bpfprof::profile {
 
-enum class SortKey : uint8_t { kProg, kSym, kDso, kComm, kPid, kLine };
+enum class SortKey : uint8_t {
+  kProg, kSym, kDso, kComm, kPid, kLine, kCgroup, kContainer, kOwner
+};
 
 std::string_view sort_key_name(SortKey key);
-// "prog, sym, dso, comm, pid, line"
+// "prog, sym, dso, comm, pid, line, cgroup, container, owner"
 std::string valid_sort_keys();
+// Whether a key needs each sample's cgroup (AggregateOptions::cgroups).
+bool needs_cgroups(const std::vector<SortKey>& keys);
+
+// The container a cgroup path belongs to, from the paths container runtimes
+// create: `docker:<id>` (docker-<id>.scope, /docker/<id>), `containerd:<id>`
+// (cri-containerd-<id>.scope), `cri-o:<id>` (crio-<id>.scope), `podman:<id>`
+// (libpod-<id>.scope), `container:<id>` for a bare 64-hex directory (the
+// cgroupfs driver under kubepods, containerd's namespaces); <id> is the first
+// 12 hex digits, as runtimes print it. Any other path is returned as it is.
+std::string container_of(std::string_view cgroup_path);
 // Each argument may hold several comma-separated keys; repeats are dropped.
 // An empty list gives the default {sym}. An unknown key is kInvalidArgument
 // with a message listing the valid keys.
@@ -28,6 +40,7 @@ Result<std::vector<SortKey>> parse_sort_keys(const std::vector<std::string>& arg
 struct GroupOptions {
   std::vector<SortKey> keys{SortKey::kSym};
   std::vector<std::string> program_names;
+  std::vector<std::string> program_owners;  // indexed like program_names (sort key owner)
   bool bpf_only = false;   // keep samples whose leaf is BPF code (program or trampoline)
   bool with_stacks = false;  // fill Row::stacks (for callers trees)
 };

@@ -40,7 +40,54 @@ TEST(SortKeys, UnknownKeyListsValidOnes) {
   ASSERT_FALSE(keys.ok());
   EXPECT_EQ(keys.error().code, Errc::kInvalidArgument);
   EXPECT_EQ(keys.error().message,
-            "unknown sort key 'bogus' (valid keys: prog, sym, dso, comm, pid, line)");
+            "unknown sort key 'bogus' (valid keys: prog, sym, dso, comm, pid, line, cgroup, "
+            "container, owner)");
+}
+
+TEST(Containers, FromTheRuntimesPathPatterns) {
+  const std::string id(64, 'a');
+  const std::string id2 = "0123456789abcdef" + std::string(48, 'f');
+  EXPECT_EQ(container_of("/system.slice/docker-" + id + ".scope"), "docker:aaaaaaaaaaaa");
+  EXPECT_EQ(container_of("/docker/" + id2), "docker:0123456789ab");
+  EXPECT_EQ(container_of("/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod1a2b."
+                         "slice/cri-containerd-" + id2 + ".scope"),
+            "containerd:0123456789ab");
+  EXPECT_EQ(container_of("/kubepods.slice/kubepods-pod9.slice/crio-" + id + ".scope"),
+            "cri-o:aaaaaaaaaaaa");
+  EXPECT_EQ(container_of("/machine.slice/libpod-" + id + ".scope/container"), "podman:aaaaaaaaaaaa");
+  EXPECT_EQ(container_of("/kubepods/burstable/pod1234/" + id2), "container:0123456789ab");
+  // Not a container: the path itself.
+  EXPECT_EQ(container_of("/user.slice/user-0.slice/session-3.scope"),
+            "/user.slice/user-0.slice/session-3.scope");
+  EXPECT_EQ(container_of("/system.slice/docker-" + id.substr(1) + ".scope"),
+            "/system.slice/docker-" + id.substr(1) + ".scope");
+  EXPECT_EQ(container_of("/"), "/");
+}
+
+TEST(Containers, ByCgroupAndContainer) {
+  Profile p;
+  const std::string scope = "/system.slice/docker-" + std::string(64, 'b') + ".scope";
+  const StackId s = p.add_stack({p.add_frame({"f", "/bin/f", "", FrameKind::kUser})});
+  p.add_sample(s, {1, 1, "a", "/a"}, 1, 1);
+  p.add_sample(s, {1, 1, "a", "/a"}, 1, 1);
+  p.add_sample(s, {2, 2, "b", scope}, 1, 1);
+  p.add_sample(s, {3, 3, "c", scope + "/sub"}, 1, 1);
+  p.add_sample(s, {4, 4, "d"}, 1, 1);
+  GroupOptions o;
+  o.keys = {SortKey::kCgroup};
+  EXPECT_TRUE(needs_cgroups(o.keys));
+  EXPECT_FALSE(needs_cgroups({SortKey::kSym, SortKey::kPid}));
+  auto rows = group(p, o);
+  ASSERT_EQ(rows.size(), 4u);
+  EXPECT_EQ(rows[0].values[0], "/a");
+  EXPECT_EQ(rows[0].counts.samples, 2u);
+  o.keys = {SortKey::kContainer};
+  rows = group(p, o);
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(rows[0].values[0], "/a");  // ties by value
+  EXPECT_EQ(rows[1].values[0], "docker:bbbbbbbbbbbb");
+  EXPECT_EQ(rows[1].counts.samples, 2u);
+  EXPECT_EQ(rows[2].values[0], "[unknown]");
 }
 
 TEST_F(GroupTest, BySymbolSortedBySamples) {

@@ -32,6 +32,7 @@ size_t StackHash::operator()(const std::vector<FrameId>& s) const {
 size_t SampleKeyHash::operator()(const SampleKey& k) const {
   size_t h = mix(k.stack, k.thread.pid);
   h = mix(h, k.thread.tid);
+  h = mix(h, std::hash<std::string_view>()(k.thread.cgroup));
   return mix(h, std::hash<std::string_view>()(k.thread.comm));
 }
 
@@ -62,6 +63,7 @@ Counts& Profile::slot(StackId stack, const Thread& thread) {
   auto it = samples_.find(key);
   if (it == samples_.end()) {
     key.thread.comm = strings_.intern(thread.comm);
+    key.thread.cgroup = strings_.intern(thread.cgroup);
     it = samples_.emplace(key, Counts{}).first;
   }
   return it->second;
@@ -93,6 +95,7 @@ void Profile::merge(const Profile& other) {
     auto it = samples_.find(mapped);
     if (it == samples_.end()) {
       mapped.thread.comm = strings_.intern(key.thread.comm);
+      mapped.thread.cgroup = strings_.intern(key.thread.cgroup);
       it = samples_.emplace(mapped, Counts{}).first;
     }
     it->second += counts;

@@ -36,10 +36,12 @@ struct Frame {
   bool operator==(const Frame&) const = default;
 };
 
-// Who ran the sample.
+// Who ran the sample, and in which cgroup (its path; empty where the
+// report did not ask for it).
 struct Thread {
   uint32_t pid = 0, tid = 0;
   std::string_view comm;
+  std::string_view cgroup;
 
   bool operator==(const Thread&) const = default;
 };

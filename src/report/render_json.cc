@@ -54,7 +54,9 @@ Json programs_json(const ReportData& d) {
              {"samples", p.samples},
              {"percent", pct(p.samples, total)},
              {"load_ns", p.load_ns},
-             {"unload_ns", p.unload_ns ? Json(*p.unload_ns) : Json(nullptr)}};
+             {"unload_ns", p.unload_ns ? Json(*p.unload_ns) : Json(nullptr)},
+             {"owner", p.owner},
+             {"owner_pids", p.owner_pids}};
     if (d.enrichment && d.enrichment->bpf_stats) {
       const bool known = p.run_cnt && p.run_time_ns;
       row["run_cnt"] = known ? Json(*p.run_cnt) : Json(nullptr);
@@ -73,6 +75,7 @@ Json rows_json(const ReportData& d, const RenderOptions& o, std::vector<SortKey>
   profile::GroupOptions g;
   g.keys = keys;
   g.program_names = program_names(d);
+  g.program_owners = program_owners(d);
   g.bpf_only = o.bpf_only;
   g.with_stacks = o.callgraph;
   const uint64_t total = d.profile.total().samples;
@@ -135,6 +138,14 @@ std::string render_json(const ReportData& d, const RenderOptions& o) {
                            {"max_hold_ns", e.max_hold_ns},
                            {"bpf_stats", e.bpf_stats}};
   }
+  Json owners = Json::array();
+  for (const OwnerCost& c : cost_by_owner(d)) {
+    owners.push_back(Json{{"owner", c.owner},
+                          {"samples", c.samples},
+                          {"percent", pct(c.samples, d.profile.total().samples)},
+                          {"programs", c.programs}});
+  }
+  j["owners"] = std::move(owners);
   j["programs"] = programs_json(d);
   const bool default_keys = o.keys == std::vector<SortKey>{SortKey::kSym};
   j["symbols"] = rows_json(d, default_keys ? o : RenderOptions{{SortKey::kSym}, o.bpf_only, false},

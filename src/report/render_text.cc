@@ -59,6 +59,13 @@ std::string programs_text(const ReportData& d) {
   std::string out = "#\n# BPF programs: samples whose leaf frame is in the program, "
                     "percent of all samples\n";
   if (d.programs.empty()) return out + "# (no BPF programs in this recording)\n";
+  // Who pays: every owner's BPF samples in one line.
+  std::vector<std::string> owners;
+  for (const OwnerCost& c : cost_by_owner(d)) {
+    owners.push_back(fmt::format("{} {} ({})", c.owner, percent(c.samples, d.profile.total().samples),
+                                 c.samples));
+  }
+  out += fmt::format("# BPF cost by owner: {}\n", owners.empty() ? "none" : fmt::format("{}", fmt::join(owners, ", ")));
   // With run statistics: what the kernel measured, beside the sampled share.
   const bool stats = d.enrichment && d.enrichment->bpf_stats;
   std::vector<Table::Column> columns{{"Samples", Table::Align::kRight},
@@ -119,14 +126,17 @@ std::string entries_text(const ReportData& d, const RenderOptions& o) {
   profile::GroupOptions g;
   g.keys = o.keys;
   g.program_names = program_names(d);
+  g.program_owners = program_owners(d);
   g.bpf_only = o.bpf_only;
   g.with_stacks = o.callgraph;
   std::vector<profile::Row> rows = profile::group(d.profile, g);
   const bool dso = std::find(o.keys.begin(), o.keys.end(), SortKey::kDso) != o.keys.end();
   std::vector<Table::Column> columns{{"Overhead", Table::Align::kRight},
                                      {"Samples", Table::Align::kRight}};
-  static constexpr const char* kTitles[] = {"Program", "Symbol", "Shared Object",
-                                            "Command", "Pid:Command", "Line"};
+  static constexpr const char* kTitles[] = {"Program", "Symbol",    "Shared Object",
+                                            "Command", "Pid:Command", "Line",
+                                            "Cgroup",  "Container",   "Owner"};
+  static_assert(std::size(kTitles) == static_cast<size_t>(SortKey::kOwner) + 1);
   for (SortKey k : o.keys) {
     // The implied dso goes first so a long symbol does not widen the table.
     if (k == SortKey::kSym && !dso) columns.push_back({"Shared Object"});

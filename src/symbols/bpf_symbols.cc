@@ -79,9 +79,14 @@ void BpfSymbols::claim(uint32_t entry, uint32_t program, uint32_t function) {
 }
 
 void BpfSymbols::on_bpf_event(uint64_t time, uint32_t cpu, uint16_t type, uint32_t id,
-                              const bpf::Tag& tag) {
+                              const bpf::Tag& tag, uint32_t pid, uint32_t tid) {
   if (type == perf::kBpfEventProgLoad) {
+    const size_t before = programs_.size();
     load(time, cpu, id, tag);
+    if (programs_.size() > before) {
+      programs_.back().loader_pid = pid;
+      programs_.back().loader_tid = tid;
+    }
   } else if (type == perf::kBpfEventProgUnload) {
     unload(time, id);
   }

@@ -36,7 +36,9 @@ class BpfSymbols {
   // Pass 1, in time order. `name` must be interned in the pool.
   void on_ksymbol(uint64_t time, uint32_t cpu, uint64_t addr, uint32_t len, uint16_t ksym_type,
                   bool unregister, std::string_view name);
-  void on_bpf_event(uint64_t time, uint32_t cpu, uint16_t type, uint32_t id, const bpf::Tag& tag);
+  // `pid`/`tid`: the task the record names (the loader of a PROG_LOAD), 0 if none.
+  void on_bpf_event(uint64_t time, uint32_t cpu, uint16_t type, uint32_t id, const bpf::Tag& tag,
+                    uint32_t pid = 0, uint32_t tid = 0);
   void finish() { timeline_.build(); }
 
   // Pass 2.

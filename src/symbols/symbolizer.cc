@@ -11,6 +11,7 @@
 #include <cstring>
 #include <system_error>
 #include <thread>
+#include <unordered_map>
 
 #include "symbols/bpf_lines.h"
 #include "symbols/bpf_symbols.h"
@@ -120,6 +121,7 @@ struct Symbolizer::Impl {
   KernelSymbols kernel;
   BpfLines lines;
   std::vector<Event> events;
+  std::unordered_map<uint64_t, std::string_view> cgroups;  // CGROUP: id -> path
   uint64_t first_clock = 0;  // the newest time of the records that sort first
   bool finished = false;
   uint64_t serial = 0;  // set by finish(): lookups may remember answers then
@@ -153,6 +155,8 @@ void Symbolizer::Impl::add(const perf::RecordView& r, const perf::SampleLayout& 
       e.id = b->id;
       std::memcpy(e.tag.data(), b->tag, e.tag.size());
       sid = b->sample_id;
+      e.pid = sid.pid;  // the task that loaded or unloaded it
+      e.tid = sid.tid;
       break;
     }
     case perf::kRecordMmap: {
@@ -189,6 +193,14 @@ void Symbolizer::Impl::add(const perf::RecordView& r, const perf::SampleLayout& 
       e.pid = c->pid;
       e.tid = c->tid;
       e.name = pool.intern(c->comm);
+      sid = c->sample_id;
+      break;
+    }
+    case perf::kRecordCgroup: {
+      auto c = perf::Cgroup::parse(r, layout);
+      if (!c.ok()) return bad();
+      e.addr = c->id;
+      e.name = pool.intern(c->path);
       sid = c->sample_id;
       break;
     }
@@ -229,7 +241,13 @@ void Symbolizer::Impl::apply(const Event& e) {
                      e.flags & perf::kKsymFlagUnregister, e.name);
       break;
     case perf::kRecordBpfEvent:
-      bpf.on_bpf_event(e.time, e.cpu, e.ksym_type, e.id, e.tag);
+    {
+      // Synthesized loads (time 0) name no loader: the state before recording;
+      // nor does a trailer without a task (pid -1).
+      const bool task = !e.first && e.pid != 0 && e.pid != UINT32_MAX;
+      bpf.on_bpf_event(e.time, e.cpu, e.ksym_type, e.id, e.tag, task ? e.pid : 0,
+                       task ? e.tid : 0);
+    }
       break;
     case perf::kRecordMmap:
     case perf::kRecordMmap2:
@@ -245,6 +263,11 @@ void Symbolizer::Impl::apply(const Event& e) {
       break;
     case perf::kRecordFork:
       maps.on_fork(e.time, e.pid, e.ppid, e.tid, e.ptid, e.misc & perf::kMiscForkExec);
+      break;
+    case perf::kRecordCgroup:
+      // Ids are not reused while a machine runs; a cgroup removed during
+      // the recording keeps the name it had.
+      cgroups[e.addr] = e.name;
       break;
     default:
       break;  // EXIT: maps stay for samples at the exit time; a reused pid forks anew
@@ -354,6 +377,7 @@ bool Symbolizer::consumes(uint32_t type) {
     case perf::kRecordComm:
     case perf::kRecordFork:
     case perf::kRecordExit:
+    case perf::kRecordCgroup:
       return true;
     default:
       return false;
@@ -419,6 +443,11 @@ std::string_view Symbolizer::comm(uint32_t pid, uint32_t tid, uint64_t time, Hol
   const ProcessMaps::CommSpan span = impl_->maps.comm_span(pid, tid, time);
   holds = {span.from, span.to};
   return span.comm;
+}
+
+std::string_view Symbolizer::cgroup_path(uint64_t id) const {
+  auto it = impl_->cgroups.find(id);
+  return it == impl_->cgroups.end() ? std::string_view() : it->second;
 }
 
 const std::vector<BpfProgram>& Symbolizer::bpf_programs() const { return impl_->bpf.programs(); }

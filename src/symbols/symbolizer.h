@@ -78,6 +78,9 @@ struct BpfProgram {
   std::optional<uint64_t> unload_time;  // none = still loaded at the end
   std::vector<BpfFunction> functions;   // main function first
   const bpf::ProgInfo* info = nullptr;  // BPF_PROG_INFO entry, if stored
+  // The task whose BPF_EVENT loaded it (its sample_id); 0 for programs
+  // synthesized at start or records without a pid.
+  uint32_t loader_pid = 0, loader_tid = 0;
 };
 
 // A BPF source line: from jited line info -> line info -> BTF strings.
@@ -107,7 +110,7 @@ class Symbolizer {
   Symbolizer& operator=(const Symbolizer&) = delete;
 
   // The record types add_sideband() uses (KSYMBOL, BPF_EVENT, MMAP, MMAP2,
-  // COMM, FORK, EXIT); callers that keep records for it keep these only.
+  // COMM, FORK, EXIT, CGROUP); callers that keep records for it keep these only.
   static bool consumes(uint32_t type);
   // Pass 1: the side-band records, in any order (a recording's file order,
   // or ring after ring): finish() applies them in time order, and this is
@@ -141,6 +144,10 @@ class Symbolizer {
   // The same, with the times the name holds for (the thread's names do not
   // change in between).
   std::string_view comm(uint32_t pid, uint32_t tid, uint64_t time, Holds& holds) const;
+
+  // The path a CGROUP record gave cgroup `id` (the cgroup v2 id a sample's
+  // PERF_SAMPLE_CGROUP carries); empty if no record named it.
+  std::string_view cgroup_path(uint64_t id) const;
 
   const std::vector<BpfProgram>& bpf_programs() const;
   // What pass 1 counted: sideband_bad_records, ksymbol_unregister_unknown,

@@ -147,7 +147,7 @@ TEST(GoldenErrors, CorruptInputIsOneLineWithOffset) {
   EXPECT_EQ(missing.exit_code, 1) << missing.err;
   RunResult bad_key = run({kBin + "/bpfprof", "report", "--sort", "cpu", "-i", tmp.file("bad.data")});
   EXPECT_EQ(bad_key.exit_code, 2);
-  EXPECT_NE(bad_key.err.find("valid keys: prog, sym, dso, comm, pid, line"), std::string::npos);
+  EXPECT_NE(bad_key.err.find("valid keys: prog, sym, dso, comm, pid, line, cgroup, container, owner"), std::string::npos);
 }
 
 }  // namespace

@@ -14,8 +14,10 @@
 #include <sstream>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "perf/abi.h"
+#include "perfdata/reader.h"
 #include "testing/subprocess.h"
 #include "tests/kernel/recording.h"
 
@@ -32,6 +34,7 @@ struct Fixture {
   Recording rec;
   std::vector<TruthProgram> programs;  // the recorded workload
   TruthProgram held;                   // loaded before recording started
+  uint32_t held_pid = 0;               // the process that holds it
 };
 Fixture* g = nullptr;
 
@@ -49,6 +52,7 @@ class RecordWorkloadTest : public ::testing::Test {
     Background hold({kBin + "/bpfprof-workload", "--hold", "--truth", g->hold_truth, "--quiet"});
     std::string ready = hold.wait_for_line("ready");
     ASSERT_FALSE(ready.empty()) << "bpfprof-workload --hold never became ready";
+    g->held_pid = static_cast<uint32_t>(hold.pid());
 
     g->record = run({kBin + "/bpfprof", "record", "-a", "-g", "-F", "999", "-q", "-o", g->data, "--",
                      kBin + "/bpfprof-workload", "--programs", "24", "--lifetime",
@@ -266,6 +270,37 @@ TEST_F(RecordWorkloadTest, OurReaderSeesSamplesInTheLongLivedProgram) {
         if (s.ip >= f.addr && s.ip < f.addr + f.len && s.time >= p.load_ns && s.time <= p.unload_ns) n++;
     EXPECT_GE(n, 50u);
   }
+}
+
+// Who owns the program loaded before recording: the recorder found the
+// process holding its fd at start (section 253), and the report names it.
+TEST_F(RecordWorkloadTest, HeldProgramIsOwnedByItsHolder) {
+  auto reader = perfdata::FileReader::open(g->data);
+  ASSERT_TRUE(reader.ok()) << reader.error().to_string();
+  const auto& owners = reader->features().owners;
+  ASSERT_TRUE(owners.has_value());
+  EXPECT_TRUE(std::find(owners->scanned.begin(), owners->scanned.end(), g->held.id) !=
+              owners->scanned.end());
+  size_t found = 0;
+  for (const perfdata::ProgramHolder& h : owners->holders) {
+    if (h.prog_id != g->held.id) continue;
+    found++;
+    EXPECT_EQ(h.pid, g->held_pid);
+    EXPECT_TRUE(h.has(perfdata::ProgramHolder::kProgFd));
+    EXPECT_EQ(h.comm, "bpfprof-workloa");  // the kernel keeps 15 bytes
+  }
+  EXPECT_EQ(found, 1u);
+  RunResult report = run({kBin + "/bpfprof", "report", "-q", "-i", g->data, "--format", "json"});
+  ASSERT_EQ(report.exit_code, 0) << report.err;
+  const auto j = nlohmann::json::parse(report.out);
+  size_t named = 0;
+  for (const auto& p : j.at("programs")) {
+    if (p.at("id") != g->held.id) continue;
+    named++;
+    EXPECT_EQ(p.at("owner"), "bpfprof-workloa[" + std::to_string(g->held_pid) + "]");
+    EXPECT_EQ(p.at("load_ns"), 0u);
+  }
+  EXPECT_EQ(named, 1u);
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 // (CLOCK_MONOTONIC, so the truth's times apply), each reported by bpfprof.
 #include <algorithm>
 #include <cstdio>
+#include <fstream>
 #include <map>
 #include <set>
 #include <sstream>
@@ -199,6 +200,36 @@ TEST_P(ReportAccuracyTest, SomeJitRangesWereReused) {
           if (a.addr < b.addr + b.len && b.addr < a.addr + a.len) reused++;
   std::printf("%zu function ranges overlap an earlier program's\n", reused);
   EXPECT_GT(reused, 0u);
+}
+
+// Who pays: every workload program, loaded during the recording, is owned by
+// the workload's process (its BPF_EVENT names the loader), as the truth file
+// says — in perf's recordings too — and the owner line adds up.
+TEST_P(ReportAccuracyTest, WorkloadProgramsAreOwnedByTheWorkload) {
+  std::ifstream in(c().truth);
+  const auto truth = nlohmann::json::parse(in);
+  const auto pid = truth.at("pid").get<uint32_t>();
+  std::set<uint32_t> ids;
+  for (const auto& p : c().programs) ids.insert(p.id);
+  const auto report = nlohmann::json::parse(c().report.out);
+  size_t checked = 0;
+  uint64_t workload_samples = 0;
+  for (const auto& p : report.at("programs")) {
+    if (!ids.count(p.at("id").get<uint32_t>())) continue;
+    checked++;
+    EXPECT_EQ(p.at("owner_pids"), nlohmann::json::array({pid})) << p.dump();
+    EXPECT_TRUE(p.at("owner").get<std::string>().ends_with("[" + std::to_string(pid) + "]"))
+        << p.dump();
+    workload_samples += p.at("samples").get<uint64_t>();
+  }
+  EXPECT_EQ(checked, ids.size());
+  uint64_t owned = 0;
+  for (const auto& o : report.at("owners")) {
+    if (o.at("owner").get<std::string>().ends_with("[" + std::to_string(pid) + "]")) {
+      owned += o.at("samples").get<uint64_t>();
+    }
+  }
+  EXPECT_EQ(owned, workload_samples);
 }
 
 INSTANTIATE_TEST_SUITE_P(Recorders, ReportAccuracyTest, ::testing::Values(false, true),

@@ -1,0 +1,160 @@
+// SPDX-License-Identifier: Apache-2.0
+// Real kernel: `record --cgroup` while two processes burn CPU in two cgroups
+// the test creates — one before recording (synthesized at start), one during
+// it (a live CGROUP record). The file must name both cgroups with their ids,
+// give each process's samples its cgroup, report them by `--sort cgroup`,
+// and Linux perf must read it (`perf report --sort cgroup`, `perf script`;
+// perf 6.1's script has no cgroup field).
+// Ground truth (pids, cgroup ids) is what the workload script writes.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "perf/records.h"
+#include "perfdata/reader.h"
+#include "testing/subprocess.h"
+
+namespace bpfprof::testing {
+namespace {
+
+const std::string kBin = BPFPROF_BIN_DIR;
+
+// The cgroup v2 mount point, "" if there is none.
+std::string cgroup2_mount() {
+  std::ifstream in("/proc/self/mountinfo");
+  for (std::string line; std::getline(in, line);) {
+    const size_t dash = line.find(" - cgroup2 ");
+    if (dash == std::string::npos) continue;
+    std::istringstream f(line.substr(0, dash));
+    std::string id, parent, dev, root, mount_point;
+    f >> id >> parent >> dev >> root >> mount_point;
+    if (root == "/") return mount_point;
+  }
+  return "";
+}
+
+std::string read_word(const std::string& path) {
+  std::ifstream in(path);
+  std::string w;
+  in >> w;
+  return w;
+}
+
+// Removes the test's cgroups however the test ends (empty ones only: the
+// processes in them have exited when the recording ends).
+struct CgroupDirs {
+  std::vector<std::string> dirs;
+  ~CgroupDirs() {
+    for (auto it = dirs.rbegin(); it != dirs.rend(); ++it) ::rmdir(it->c_str());
+  }
+};
+
+TEST(CgroupKernelTest, RecordsWhichCgroupPaidAndPerfReadsIt) {
+  const std::string mount = cgroup2_mount();
+  if (mount.empty()) BPFPROF_KERNEL_SKIP("no cgroup v2 hierarchy mounted");
+  if (::geteuid() != 0) BPFPROF_KERNEL_SKIP("creating cgroups needs root");
+  TempDir dir;
+  const std::string name = "bpfprof-test-" + std::to_string(::getpid());
+  const std::string a = mount + "/" + name + "-a";
+  const std::string b = mount + "/" + name + "-b";
+  CgroupDirs cleanup;
+  ASSERT_EQ(::mkdir(a.c_str(), 0755), 0) << a;
+  cleanup.dirs.push_back(a);
+  cleanup.dirs.push_back(b);  // made by the script, during the recording
+  struct stat st{};
+  ASSERT_EQ(::stat(a.c_str(), &st), 0);
+  const uint64_t id_a = st.st_ino;  // a cgroup v2 directory's inode is its id
+
+  // Each burner moves itself into its cgroup, writes its pid, then spins in
+  // the shell (no child processes: every sample of it has its pid).
+  const std::string burn = "echo $$ > \"$1/cgroup.procs\" && echo $$ > \"$2\" && i=0; "
+                           "while [ $i -lt 400000 ]; do i=$((i+1)); done";
+  const std::string script =
+      "mkdir '" + b + "' && stat -c %i '" + b + "' > '" + dir.file("b.id") + "' && " +
+      "sh -c '" + burn + "' burner '" + a + "' '" + dir.file("a.pid") + "' & " +
+      "sh -c '" + burn + "' burner '" + b + "' '" + dir.file("b.pid") + "' & wait";
+  const std::string data = dir.file("cg.data");
+  RunResult rec = run({kBin + "/bpfprof", "record", "-a", "--cgroup", "-F", "999", "-q", "-o",
+                       data, "--", "sh", "-c", script});
+  if (rec.exit_code == 2 && rec.err.find("ermission") != std::string::npos) {
+    BPFPROF_KERNEL_SKIP("recording refused: " + rec.err);
+  }
+  ASSERT_EQ(rec.exit_code, 0) << rec.err;
+  const uint32_t pid_a = static_cast<uint32_t>(std::stoul(read_word(dir.file("a.pid"))));
+  const uint32_t pid_b = static_cast<uint32_t>(std::stoul(read_word(dir.file("b.pid"))));
+  const uint64_t id_b = std::stoull(read_word(dir.file("b.id")));
+  ASSERT_NE(id_a, id_b);
+
+  // The records: attrs ask for cgroups, both cgroups named with their ids
+  // (a synthesized at time 0, b live), each burner's samples in its cgroup.
+  auto reader = perfdata::FileReader::open(data);
+  ASSERT_TRUE(reader.ok()) << reader.error().to_string();
+  ASSERT_EQ(reader->attrs().size(), 2u);
+  EXPECT_TRUE(reader->attrs()[0].attr.sample_type & PERF_SAMPLE_CGROUP);
+  EXPECT_TRUE(reader->attrs()[1].attr.cgroup);
+  std::map<uint64_t, std::string> paths;
+  std::map<uint64_t, uint64_t> named_at;
+  std::map<uint32_t, std::map<uint64_t, size_t>> samples;  // pid -> cgroup -> count
+  ASSERT_TRUE(reader
+                  ->for_each_record([&](const perf::RecordView& r, uint64_t) {
+                    const perfdata::FileAttr* attr = reader->attr_for(r);
+                    ASSERT_NE(attr, nullptr);
+                    if (r.header.type == perf::kRecordCgroup) {
+                      auto c = perf::Cgroup::parse(r, attr->layout);
+                      ASSERT_TRUE(c.ok()) << c.error().to_string();
+                      paths[c->id] = std::string(c->path);
+                      named_at.emplace(c->id, c->sample_id.time);
+                    } else if (r.header.type == perf::kRecordSample) {
+                      auto s = perf::Sample::parse(r, attr->layout);
+                      ASSERT_TRUE(s.ok()) << s.error().to_string();
+                      samples[s->pid][s->cgroup]++;
+                    }
+                  })
+                  .ok());
+  EXPECT_EQ(paths[id_a], "/" + name + "-a");
+  EXPECT_EQ(paths[id_b], "/" + name + "-b");
+  EXPECT_EQ(named_at[id_a], 0u) << "a existed before recording: synthesized";
+  EXPECT_NE(named_at[id_b], 0u) << "b was made during the recording: a live record";
+  EXPECT_EQ(paths[1], "/") << "the root cgroup";
+  EXPECT_GT(samples[pid_a][id_a], 0u);
+  EXPECT_GT(samples[pid_b][id_b], 0u);
+  EXPECT_EQ(samples[pid_a].count(id_b), 0u);
+  EXPECT_EQ(samples[pid_b].count(id_a), 0u);
+
+  // bpfprof report by cgroup and pid: each burner under its cgroup's path.
+  RunResult rep = run({kBin + "/bpfprof", "report", "-q", "-i", data, "--format", "json",
+                       "--sort", "cgroup,pid,container"});
+  ASSERT_EQ(rep.exit_code, 0) << rep.err;
+  const auto j = nlohmann::json::parse(rep.out);
+  // A burner's first samples may come before it moved itself: its row with
+  // the most samples (entries are sorted by samples) is its cgroup's.
+  std::map<std::string, std::string> cgroup_of_pid;
+  for (const auto& e : j["entries"]) {
+    cgroup_of_pid.emplace(e["pid"].get<std::string>(), e["cgroup"].get<std::string>());
+    EXPECT_EQ(e["container"], e["cgroup"]) << "no container runtime's path";
+  }
+  EXPECT_EQ(cgroup_of_pid[std::to_string(pid_a) + ":sh"], "/" + name + "-a");
+  EXPECT_EQ(cgroup_of_pid[std::to_string(pid_b) + ":sh"], "/" + name + "-b");
+  EXPECT_FALSE(j["diagnostics"].contains("cgroup_unknown")) << j["diagnostics"].dump();
+
+  // Linux perf reads the file and names the cgroups the same.
+  RunResult perf_rep = run({"perf", "report", "-i", data, "--stdio", "--sort", "cgroup,pid"});
+  ASSERT_EQ(perf_rep.exit_code, 0) << perf_rep.err;
+  EXPECT_NE(perf_rep.out.find("/" + name + "-a"), std::string::npos) << perf_rep.out;
+  EXPECT_NE(perf_rep.out.find("/" + name + "-b"), std::string::npos) << perf_rep.out;
+  RunResult perf_script = run({"perf", "script", "-i", data, "-F", "comm,pid"});
+  ASSERT_EQ(perf_script.exit_code, 0) << perf_script.err;
+  EXPECT_NE(perf_script.out.find(" " + std::to_string(pid_a) + " \n"), std::string::npos)
+      << perf_script.out.substr(0, 2000);
+}
+
+}  // namespace
+}  // namespace bpfprof::testing
