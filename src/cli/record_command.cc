@@ -45,7 +45,7 @@ CLI::App* add_record_command(CLI::App& app, RecordFlags& f) {
   rec->add_flag("--bpf-stats", f.bpf_stats,
                 "Turn on the kernel's BPF run statistics (about 20 ns per program run) and store "
                 "each program's run count and run time");
-  rec->add_flag("--cgroup,--all-cgroups", f.cgroup,
+  rec->add_flag("--cgroup", f.cgroup,
                 "Record each sample's cgroup (v2) and the cgroups' paths, as perf's "
                 "--all-cgroups (report --sort cgroup,container)");
   rec->add_option("--enrich", f.enrich,
