@@ -20,6 +20,14 @@ CLI::App* add_diff_command(CLI::App& app, DiffFlags& f) {
   cmd->add_option("after", f.after, "The new recording")->required();
   cmd->add_option("--format", f.format, "Output format: text or json")
       ->check(CLI::IsMember({"text", "json"}));
+  cmd->add_option("--fail-above", f.fail_above,
+                  "Exit 3 when a BPF program's share of samples grows by more than this many "
+                  "percentage points (same name and tag, else same name)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--fail-above-ns", f.fail_above_ns,
+                  "Exit 3 when a BPF program's ns per run grows by more than this (where both "
+                  "recordings have run statistics: record --bpf-stats)")
+      ->check(CLI::NonNegativeNumber);
   add_read_flags(cmd, f);
   return cmd;
 }
@@ -49,12 +57,21 @@ int run_diff(const DiffFlags& f) {
   auto after = report::load_recording(f.after, o);
   meter.stop();
   if (!after.ok()) return fail("diff", after.error());
-  report::Diff d = report::diff_reports(*before, *after);
+  report::GateOptions gate;
+  gate.fail_above = f.fail_above;
+  gate.fail_above_ns = f.fail_above_ns;
+  report::Diff d = report::diff_reports(*before, *after, gate);
   d.before_path = f.before;
   d.after_path = f.after;
   std::string out = f.format == "json" ? report::render_diff_json(d) : report::render_diff_text(d);
   Status written = report::write_output("-", out);
   if (!written.ok()) return fail("diff", written.error());
+  if (!d.offenders.empty()) {
+    for (const report::Offender& o : d.offenders) {
+      std::fprintf(stderr, "bpfprof diff: over the limit: %s\n", report::render_offender(o).c_str());
+    }
+    return 3;
+  }
   return 0;
 }
 

@@ -95,9 +95,78 @@ nlohmann::ordered_json entries_json(const std::vector<DiffEntry>& rows, const ch
   return out;
 }
 
+// One side of a gate group: samples, and runs where measured.
+struct Side {
+  bool present = false;
+  uint64_t samples = 0, runs = 0, run_ns = 0;
+  bool measured = false;
+  void add(const ProgramRow& p) {
+    present = true;
+    samples += p.samples;
+    if (p.run_cnt && p.run_time_ns) {
+      measured = true;
+      runs += *p.run_cnt;
+      run_ns += *p.run_time_ns;
+    }
+  }
+};
+
+std::vector<Offender> find_offenders(const ReportData& before, const ReportData& after,
+                                     const GateOptions& options) {
+  // (name, tag) -> before, after; then what only one side has regroups by name.
+  std::map<Key, std::pair<Side, Side>> groups;
+  for (const ProgramRow& p : before.programs) groups[{p.name, p.tag}].first.add(p);
+  for (const ProgramRow& p : after.programs) groups[{p.name, p.tag}].second.add(p);
+  std::map<Key, std::pair<Side, Side>> gated;
+  for (const auto& [key, sides] : groups) {
+    if (sides.first.present && sides.second.present) {
+      gated[key] = sides;
+      continue;
+    }
+    auto& by_name = gated[{key.first, ""}];
+    for (const ProgramRow& p : before.programs) {
+      if (p.name == key.first && p.tag == key.second) by_name.first.add(p);
+    }
+    for (const ProgramRow& p : after.programs) {
+      if (p.name == key.first && p.tag == key.second) by_name.second.add(p);
+    }
+  }
+  const uint64_t before_total = before.profile.total().samples;
+  const uint64_t after_total = after.profile.total().samples;
+  std::vector<Offender> out;
+  for (const auto& [key, sides] : gated) {
+    const auto& [b, a] = sides;
+    if (options.fail_above) {
+      Offender o{key.first, key.second, true, pct(b.samples, before_total), pct(a.samples, after_total)};
+      if (o.growth() > *options.fail_above) out.push_back(o);
+    }
+    if (options.fail_above_ns && b.measured && a.measured && b.runs && a.runs) {
+      Offender o{key.first, key.second, false,
+                 static_cast<double>(b.run_ns) / static_cast<double>(b.runs),
+                 static_cast<double>(a.run_ns) / static_cast<double>(a.runs)};
+      if (o.growth() > *options.fail_above_ns) out.push_back(o);
+    }
+  }
+  std::stable_sort(out.begin(), out.end(),
+                   [](const Offender& x, const Offender& y) { return x.growth() > y.growth(); });
+  return out;
+}
+
+std::string offender_text(const Offender& o) {
+  const std::string what = o.tag.empty() ? o.name + " (by name)" : o.name + " (tag " + o.tag + ")";
+  if (o.by_share) {
+    return fmt::format("{}: share {:.2f}% -> {:.2f}% (+{:.2f} points)", what, o.before, o.after,
+                       o.growth());
+  }
+  return fmt::format("{}: {:.0f} -> {:.0f} ns per run (+{:.0f} ns)", what, o.before, o.after,
+                     o.growth());
+}
+
 }  // namespace
 
-Diff diff_reports(const ReportData& before, const ReportData& after) {
+std::string render_offender(const Offender& o) { return offender_text(o); }
+
+Diff diff_reports(const ReportData& before, const ReportData& after, const GateOptions& gate) {
   Diff d;
   d.before_total = before.profile.total().samples;
   d.after_total = after.profile.total().samples;
@@ -108,6 +177,8 @@ Diff diff_reports(const ReportData& before, const ReportData& after) {
   count_symbols(after, true, symbols);
   d.programs = entries(programs, d.before_total, d.after_total);
   d.symbols = entries(symbols, d.before_total, d.after_total);
+  d.gate = gate;
+  if (gate.active()) d.offenders = find_offenders(before, after, gate);
   return d;
 }
 
@@ -122,6 +193,13 @@ std::string render_diff_text(const Diff& d) {
   out += "#\n# Symbols (leaf frame)\n";
   out += d.symbols.empty() ? "# (no samples in either recording)\n"
                            : table_text(d.symbols, "Shared Object", "Symbol");
+  if (d.gate.active()) {
+    out += "#\n# Gate:";
+    if (d.gate.fail_above) out += fmt::format(" --fail-above {} (points of share)", *d.gate.fail_above);
+    if (d.gate.fail_above_ns) out += fmt::format(" --fail-above-ns {} (ns per run)", *d.gate.fail_above_ns);
+    out += fmt::format("; {} offender{}\n", d.offenders.size(), d.offenders.size() == 1 ? "" : "s");
+    for (const Offender& o : d.offenders) out += "#   " + offender_text(o) + "\n";
+  }
   return out;
 }
 
@@ -131,6 +209,24 @@ std::string render_diff_json(const Diff& d) {
   j["after"] = {{"file", d.after_path}, {"samples", d.after_total}};
   j["programs"] = entries_json(d.programs, "tag");
   j["symbols"] = entries_json(d.symbols, "dso");
+  if (d.gate.active()) {
+    nlohmann::ordered_json offenders = nlohmann::ordered_json::array();
+    for (const Offender& o : d.offenders) {
+      offenders.push_back({{"name", o.name},
+                           {"tag", o.tag.empty() ? nlohmann::ordered_json(nullptr)
+                                                 : nlohmann::ordered_json(o.tag)},
+                           {"measure", o.by_share ? "percent" : "ns_per_run"},
+                           {"before", round2(o.before)},
+                           {"after", round2(o.after)},
+                           {"growth", round2(o.growth())}});
+    }
+    j["gate"] = {{"fail_above", d.gate.fail_above ? nlohmann::ordered_json(*d.gate.fail_above)
+                                                  : nlohmann::ordered_json(nullptr)},
+                 {"fail_above_ns", d.gate.fail_above_ns
+                                       ? nlohmann::ordered_json(*d.gate.fail_above_ns)
+                                       : nlohmann::ordered_json(nullptr)},
+                 {"offenders", std::move(offenders)}};
+  }
   // Invalid UTF-8 in recorded names becomes U+FFFD (see render_json).
   return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }

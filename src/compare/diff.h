@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,22 +24,48 @@ struct DiffEntry {
   double delta_percent() const { return after_percent - before_percent; }
 };
 
+// The CI gate (`diff --fail-above P`, `--fail-above-ns N`). A program is
+// matched across the recordings by name and tag where both have that code,
+// else by name alone (its other tags summed on each side: a rebuilt program
+// gets a new tag). It offends when its share of samples grows by more than
+// P percentage points, or its ns per run by more than N where both
+// recordings measured its runs (record --bpf-stats).
+struct GateOptions {
+  std::optional<double> fail_above;     // percentage points
+  std::optional<double> fail_above_ns;  // ns per run
+  bool active() const { return fail_above || fail_above_ns; }
+};
+
+struct Offender {
+  std::string name;
+  std::string tag;       // empty when matched by name alone
+  bool by_share = true;  // else by ns per run
+  double before = 0, after = 0;  // percent of samples, or ns per run
+  double growth() const { return after - before; }
+};
+
 struct Diff {
   std::string before_path, after_path;  // for the output's header only
   uint64_t before_total = 0, after_total = 0;
   // Sorted by |delta| (samples), largest first; ties by name, then detail.
   std::vector<DiffEntry> programs;
   std::vector<DiffEntry> symbols;
+  GateOptions gate;                 // as asked
+  std::vector<Offender> offenders;  // largest growth first (ties by name, tag)
 };
 
 // Leaf frames decide: a program's samples are those whose leaf is in it (all
 // instances with the same name and tag summed), a symbol's those whose leaf it is.
-Diff diff_reports(const ReportData& before, const ReportData& after);
+// With `gate` active, also the offenders.
+Diff diff_reports(const ReportData& before, const ReportData& after, const GateOptions& gate = {});
 
 std::string render_diff_text(const Diff& diff);
+// One offender on one line: "burn (tag 0011223344556677): share 10.00% -> 20.00% (+10.00 points)".
+std::string render_offender(const Offender& offender);
 // One object: {before: {file, samples}, after: {...}, programs: [...], symbols: [...]};
 // entries {name, tag|dso, before, after, delta, before_percent, after_percent,
-// delta_percent}, percents with two decimals.
+// delta_percent}, percents with two decimals; with a gate also
+// gate: {fail_above, fail_above_ns, offenders: [{name, tag, measure, before, after, growth}]}.
 std::string render_diff_json(const Diff& diff);
 
 }  // namespace bpfprof::report

@@ -57,6 +57,49 @@ TEST(Diff, ProgramsByNameAndTagSymbolsBySymbolAndDso) {
   EXPECT_EQ(d.symbols[1].delta(), -20);
 }
 
+TEST(DiffGate, ShareGrowthByNameAndTagElseByName) {
+  ReportData before = make(10, 10, 30), after = make(77, 30, 10);  // burn: 25% -> 75%
+  // A rebuilt program: new tag, same name, matched by name (5% -> 12.5%).
+  before.programs.push_back(ProgramRow{11, "cni", "aaaaaaaaaaaaaaaa", 0, std::nullopt, 2, {}});
+  after.programs.push_back(ProgramRow{12, "cni", "bbbbbbbbbbbbbbbb", 0, std::nullopt, 5, {}});
+  Diff d = diff_reports(before, after, GateOptions{5.0, std::nullopt});
+  ASSERT_EQ(d.offenders.size(), 2u);
+  EXPECT_EQ(d.offenders[0].name, "burn");
+  EXPECT_EQ(d.offenders[0].tag, "0011223344556677");
+  EXPECT_DOUBLE_EQ(d.offenders[0].growth(), 50.0);
+  EXPECT_EQ(d.offenders[1].name, "cni");
+  EXPECT_EQ(d.offenders[1].tag, "");
+  EXPECT_DOUBLE_EQ(d.offenders[1].before, 5.0);
+  EXPECT_DOUBLE_EQ(d.offenders[1].after, 12.5);
+  EXPECT_EQ(diff_reports(before, after, GateOptions{50.0, std::nullopt}).offenders.size(), 0u);
+  EXPECT_TRUE(diff_reports(before, after).offenders.empty());
+  // Shrinking never offends.
+  EXPECT_TRUE(diff_reports(after, before, GateOptions{0.0, std::nullopt}).offenders.empty());
+  const auto j = nlohmann::json::parse(render_diff_json(d));
+  ASSERT_EQ(j["gate"]["offenders"].size(), 2u);
+  EXPECT_EQ(j["gate"]["offenders"][1]["tag"], nullptr);
+  EXPECT_EQ(j["gate"]["fail_above"], 5.0);
+  EXPECT_NE(render_diff_text(d).find("# Gate: --fail-above 5 (points of share); 2 offenders"),
+            std::string::npos);
+}
+
+TEST(DiffGate, NsPerRunOnlyWhereBothMeasured) {
+  ReportData before = make(10, 10, 30), after = make(77, 10, 30);
+  before.programs[0].run_cnt = 100;
+  before.programs[0].run_time_ns = 10000;  // 100 ns per run
+  after.programs[0].run_cnt = 100;
+  after.programs[0].run_time_ns = 25000;  // 250
+  Diff d = diff_reports(before, after, GateOptions{std::nullopt, 100.0});
+  ASSERT_EQ(d.offenders.size(), 1u);
+  EXPECT_FALSE(d.offenders[0].by_share);
+  EXPECT_DOUBLE_EQ(d.offenders[0].growth(), 150.0);
+  EXPECT_EQ(render_offender(d.offenders[0]),
+            "burn (tag 0011223344556677): 100 -> 250 ns per run (+150 ns)");
+  EXPECT_TRUE(diff_reports(before, after, GateOptions{std::nullopt, 200.0}).offenders.empty());
+  after.programs[0].run_cnt.reset();  // not measured in the new recording: no verdict
+  EXPECT_TRUE(diff_reports(before, after, GateOptions{std::nullopt, 0.0}).offenders.empty());
+}
+
 TEST(Diff, PercentsAreOfEachRecordingsOwnTotal) {
   // Twice as long, same shares: samples double, percents stay.
   Diff d = diff_reports(make(1, 10, 10), make(2, 20, 20));

@@ -150,5 +150,24 @@ TEST(GoldenErrors, CorruptInputIsOneLineWithOffset) {
   EXPECT_NE(bad_key.err.find("valid keys: prog, sym, dso, comm, pid, line, cgroup, container, owner"), std::string::npos);
 }
 
+// The CI gate: exit 3 with the offenders on stderr when a program's share
+// grows by more than the limit, 0 when none does.
+TEST(GoldenExitCodes, DiffFailAboveExitsThree) {
+  const std::string before = kGolden + "/bpf_lifecycle/perf.data";
+  const std::string after = kGolden + "/degraded/perf.data";
+  RunResult over = run({kBin + "/bpfprof", "diff", "-q", before, after, "--fail-above", "10"});
+  EXPECT_EQ(over.exit_code, 3) << over.err;
+  EXPECT_EQ(over.err, "bpfprof diff: over the limit: nameless_info (by name): share 0.00% -> "
+                      "60.00% (+60.00 points)\n");
+  EXPECT_NE(over.out.find("# Gate: --fail-above 10 (points of share); 1 offender\n"),
+            std::string::npos);
+  RunResult under = run({kBin + "/bpfprof", "diff", "-q", before, after, "--fail-above", "61"});
+  EXPECT_EQ(under.exit_code, 0) << under.err;
+  EXPECT_EQ(under.err, "");
+  RunResult same = run({kBin + "/bpfprof", "diff", "-q", before, before, "--fail-above", "0",
+                        "--fail-above-ns", "0"});
+  EXPECT_EQ(same.exit_code, 0) << same.err;
+}
+
 }  // namespace
 }  // namespace bpfprof::testing
