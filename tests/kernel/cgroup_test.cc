@@ -78,7 +78,9 @@ TEST(CgroupKernelTest, RecordsWhichCgroupPaidAndPerfReadsIt) {
   const std::string burn = "echo $$ > \"$1/cgroup.procs\" && echo $$ > \"$2\" && i=0; "
                            "while [ $i -lt 400000 ]; do i=$((i+1)); done";
   const std::string script =
-      "mkdir '" + b + "' && stat -c %i '" + b + "' > '" + dir.file("b.id") + "' && " +
+      // b exists before either burner starts (`;`, not `&&`: `&` would
+      // put the mkdir in the background with the first burner).
+      "mkdir '" + b + "' && stat -c %i '" + b + "' > '" + dir.file("b.id") + "' || exit 1; " +
       "sh -c '" + burn + "' burner '" + a + "' '" + dir.file("a.pid") + "' & " +
       "sh -c '" + burn + "' burner '" + b + "' '" + dir.file("b.pid") + "' & wait";
   const std::string data = dir.file("cg.data");
