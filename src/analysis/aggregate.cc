@@ -231,17 +231,25 @@ void add_counters(const Session& session, const Worker& merged, profile::Profile
   }
 }
 
-// The owner of a program (ProgramRow::owner): its loader from the stream,
-// else the holders the recorder found at start (feature 253).
 void set_owner(const symbols::Symbolizer& sym, const perfdata::Features& features,
                const symbols::BpfProgram& prog, ProgramRow& row) {
+  row.owner = program_owner(sym, features, prog, &row.owner_pids);
+}
+
+std::vector<ProgramRow> program_table(const symbols::Symbolizer& sym,
+                                      const perfdata::Features& features,
+                                      const profile::Profile& p);
+
+}  // namespace
+
+std::string program_owner(const symbols::Symbolizer& sym, const perfdata::Features& features,
+                          const symbols::BpfProgram& prog, std::vector<uint32_t>* pids) {
   if (prog.loader_pid != 0) {
     std::string_view comm = sym.comm(prog.loader_pid, prog.loader_tid, prog.load_time);
-    row.owner = fmt::format("{}[{}]", comm.empty() ? "[unknown]" : comm, prog.loader_pid);
-    row.owner_pids = {prog.loader_pid};
-    return;
+    if (pids) *pids = {prog.loader_pid};
+    return fmt::format("{}[{}]", comm.empty() ? "[unknown]" : comm, prog.loader_pid);
   }
-  if (prog.load_time != 0 || !features.owners) return;
+  if (prog.load_time != 0 || !features.owners) return "[unknown]";
   std::string owner;
   bool pinned = false;
   for (const perfdata::ProgramHolder& h : features.owners->holders) {
@@ -252,14 +260,13 @@ void set_owner(const symbols::Symbolizer& sym, const perfdata::Features& feature
     }
     if (!owner.empty()) owner += ',';
     owner += fmt::format("{}[{}]", h.comm.empty() ? "[unknown]" : h.comm, h.pid);
-    row.owner_pids.push_back(h.pid);
+    if (pids) pids->push_back(h.pid);
   }
-  if (!owner.empty()) {
-    row.owner = std::move(owner);
-  } else if (pinned) {
-    row.owner = "[pinned]";
-  }
+  if (!owner.empty()) return owner;
+  return pinned ? "[pinned]" : "[unknown]";
 }
+
+namespace {
 
 std::vector<ProgramRow> program_table(const symbols::Symbolizer& sym,
                                       const perfdata::Features& features,

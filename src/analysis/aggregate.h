@@ -21,4 +21,11 @@ struct AggregateOptions {
 
 ReportData aggregate(const Session& session, const AggregateOptions& options);
 
+// Who owns `prog` (ProgramRow::owner): comm[pid] of the loader its BPF_EVENT
+// names (comm at load time), else of every holder section 253 lists for a
+// program loaded before recording, else [pinned], else [unknown]. `pids`
+// gets the pids named.
+std::string program_owner(const symbols::Symbolizer& sym, const perfdata::Features& features,
+                          const symbols::BpfProgram& prog, std::vector<uint32_t>* pids = nullptr);
+
 }  // namespace bpfprof::report

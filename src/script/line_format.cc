@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "analysis/aggregate.h"
 #include "script/json_string.h"
 
 namespace bpfprof::report {
@@ -76,15 +77,30 @@ void format_sample(const Session& session, const OrderedSample& ref, ScriptForma
     const uint64_t ip = frames.empty() ? sample->ip : frames.front().ip;
     const uint64_t off = offset_known(leaf, ip) ? ip - leaf.symbol_start : 0;
     // {"comm":..,"pid":..,"tid":..,"cpu":..,"time":..,"period":..,"ip":"0x..",
-    //  "sym":..,"off":..,"dso":..[,"bpf_prog_id":..,"bpf_prog":..]}, as
+    //  "sym":..,"off":..,"dso":..[,"bpf_prog_id":..,"bpf_prog":..,"owner":..
+    //  [,"cgroup":..]]}, as
     // nlohmann::ordered_json dumps it.
     const JsonString comm_json(comm), sym_json(leaf.symbol), dso_json(leaf.dso);
     const symbols::BpfProgram* prog =
         leaf.bpf_program != 0 ? &sym.bpf_programs()[leaf.bpf_program - 1] : nullptr;
-    std::optional<JsonString> prog_json;
-    if (prog != nullptr) prog_json.emplace(prog->name);
+    std::optional<JsonString> prog_json, owner_json, cgroup_json;
+    std::string cgroup_text;  // JsonString views it
+    if (prog != nullptr) {
+      prog_json.emplace(prog->name);
+      std::vector<std::string>& owners = scratch.owners;
+      if (owners.size() < leaf.bpf_program) owners.resize(sym.bpf_programs().size());
+      std::string& owner = owners[leaf.bpf_program - 1];
+      if (owner.empty()) owner = program_owner(sym, session.reader().features(), *prog);
+      owner_json.emplace(owner);
+      if (sample->cgroup != 0) {
+        const std::string_view path = sym.cgroup_path(sample->cgroup);
+        cgroup_text = path.empty() ? fmt::format("[cgroup id {}]", sample->cgroup) : std::string(path);
+        cgroup_json.emplace(cgroup_text);
+      }
+    }
     char* p = out.reserve(kLineFixed + comm_json.size() + sym_json.size() + dso_json.size() +
-                          (prog_json ? prog_json->size() : 0));
+                          (prog_json ? prog_json->size() + owner_json->size() + 24 : 0) +
+                          (cgroup_json ? cgroup_json->size() + 16 : 0));
     p = put(p, "{\"comm\":");
     p = comm_json.put(p);
     p = put(p, ",\"pid\":");
@@ -112,6 +128,12 @@ void format_sample(const Session& session, const OrderedSample& ref, ScriptForma
       p = put_uint(p, prog->id);
       p = put(p, ",\"bpf_prog\":");
       p = prog_json->put(p);
+      p = put(p, ",\"owner\":");
+      p = owner_json->put(p);
+      if (cgroup_json) {
+        p = put(p, ",\"cgroup\":");
+        p = cgroup_json->put(p);
+      }
     }
     p = put(p, "}\n");
     out.commit(p);

@@ -6,6 +6,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "analysis/sample_frames.h"
@@ -48,6 +49,8 @@ struct LineScratch {
   };
   static constexpr size_t kTails = 1024;
   std::vector<Tail> tails = std::vector<Tail>(kTails);
+  // JSON: program owners by program index, made on first use ("" = not yet).
+  std::vector<std::string> owners;
 };
 
 // Appends the line of the sample `ref` to `out`.

@@ -230,6 +230,17 @@ TEST_P(ReportAccuracyTest, WorkloadProgramsAreOwnedByTheWorkload) {
     }
   }
   EXPECT_EQ(owned, workload_samples);
+  // script --format json names the same owner on each BPF leaf sample.
+  size_t lines = 0;
+  std::istringstream script(c().script.out);
+  for (std::string line; std::getline(script, line);) {
+    const auto j = nlohmann::json::parse(line);
+    if (!j.contains("bpf_prog_id") || !ids.count(j.at("bpf_prog_id").get<uint32_t>())) continue;
+    lines++;
+    EXPECT_TRUE(j.at("owner").get<std::string>().ends_with("[" + std::to_string(pid) + "]"))
+        << line;
+  }
+  EXPECT_GT(lines, 0u);
 }
 
 INSTANTIATE_TEST_SUITE_P(Recorders, ReportAccuracyTest, ::testing::Values(false, true),
