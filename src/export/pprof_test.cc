@@ -164,6 +164,7 @@ TEST(Pprof, BpfLeafSamplesCarryProgramLabels) {
       EXPECT_EQ(labels["bpf_prog_id"], "42");
       EXPECT_EQ(labels["bpf_prog_tag"], "0011223344556677");
       EXPECT_EQ(labels["bpf_prog"], "burn");
+      EXPECT_EQ(labels["owner"], "[unknown]");  // the report made here names none
     }
     EXPECT_TRUE(labels.count("comm"));
     EXPECT_TRUE(labels.count("pid"));
