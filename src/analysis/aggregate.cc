@@ -275,6 +275,11 @@ std::vector<ProgramRow> program_table(const symbols::Symbolizer& sym,
   for (const symbols::BpfProgram& prog : sym.bpf_programs()) {
     ProgramRow row;
     set_owner(sym, features, prog, row);
+    if (prog.info != nullptr) {
+      row.jited_len = prog.info->info.jited_prog_len;
+      row.xlated_len = prog.info->info.xlated_prog_len;
+      row.verified_insns = prog.info->info.verified_insns;
+    }
     row.id = prog.id;
     row.name = prog.name;
     row.tag = bpf::tag_hex(prog.tag);

@@ -59,6 +59,9 @@ struct ProgramRow {
   // BPF filesystem held it; `[unknown]` when the recording does not say.
   std::string owner = "[unknown]";
   std::vector<uint32_t> owner_pids;  // the pids named in `owner`
+  // From the stored BPF_PROG_INFO: JIT image and translated sizes (bytes)
+  // and the instructions the verifier processed; none without stored info.
+  std::optional<uint32_t> jited_len, xlated_len, verified_insns;
 };
 
 // How the recorder enriched BPF programs (bpfprof's feature 251), and

@@ -56,7 +56,10 @@ Json programs_json(const ReportData& d) {
              {"load_ns", p.load_ns},
              {"unload_ns", p.unload_ns ? Json(*p.unload_ns) : Json(nullptr)},
              {"owner", p.owner},
-             {"owner_pids", p.owner_pids}};
+             {"owner_pids", p.owner_pids},
+             {"jited_len", p.jited_len ? Json(*p.jited_len) : Json(nullptr)},
+             {"xlated_len", p.xlated_len ? Json(*p.xlated_len) : Json(nullptr)},
+             {"verified_insns", p.verified_insns ? Json(*p.verified_insns) : Json(nullptr)}};
     if (d.enrichment && d.enrichment->bpf_stats) {
       const bool known = p.run_cnt && p.run_time_ns;
       row["run_cnt"] = known ? Json(*p.run_cnt) : Json(nullptr);
