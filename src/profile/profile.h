@@ -14,7 +14,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "profile/string_pool.h"
+#include "base/string_pool.h"
 #include "symbols/symbolizer.h"
 
 namespace bpfprof::profile {

@@ -11,9 +11,9 @@
 #include <unordered_map>
 #include <vector>
 
+#include "base/string_pool.h"
 #include "perfdata/features.h"
 #include "symbols/interval_timeline.h"
-#include "symbols/string_pool.h"
 #include "symbols/symbolizer.h"
 
 namespace bpfprof::symbols {

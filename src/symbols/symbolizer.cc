@@ -13,12 +13,12 @@
 #include <thread>
 #include <unordered_map>
 
+#include "base/string_pool.h"
 #include "symbols/bpf_lines.h"
 #include "symbols/bpf_symbols.h"
 #include "symbols/elf_symbols.h"
 #include "symbols/kernel_symbols.h"
 #include "symbols/process_maps.h"
-#include "symbols/string_pool.h"
 
 namespace bpfprof::symbols {
 namespace {

@@ -1,17 +1,20 @@
 // SPDX-License-Identifier: Apache-2.0
-// StringPool: interns strings so frames, comms and names are stored once per
-// distinct value, however many samples refer to them.
+// StringPool: interned strings, each distinct value stored once however many
+// frames, comms and names refer to it, with stable addresses so views of them
+// can be handed out without per-lookup copies.
 #pragma once
 
+#include <cstddef>
 #include <deque>
 #include <string>
 #include <string_view>
 #include <unordered_set>
 
-namespace bpfprof::profile {
+namespace bpfprof {
 
 // Views returned by intern() stay valid for the pool's lifetime, also after
-// the pool is moved: std::deque never relocates its elements.
+// the pool is moved: std::deque never relocates its elements. Not
+// thread-safe.
 class StringPool {
  public:
   StringPool() = default;
@@ -21,8 +24,7 @@ class StringPool {
   StringPool& operator=(const StringPool&) = delete;
 
   std::string_view intern(std::string_view s) {
-    auto it = index_.find(s);
-    if (it != index_.end()) return *it;
+    if (auto it = index_.find(s); it != index_.end()) return *it;
     const std::string& stored = storage_.emplace_back(s);
     return *index_.insert(std::string_view(stored)).first;
   }
@@ -33,4 +35,4 @@ class StringPool {
   std::unordered_set<std::string_view> index_;
 };
 
-}  // namespace bpfprof::profile
+}  // namespace bpfprof
