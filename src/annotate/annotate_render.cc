@@ -10,16 +10,12 @@
 #include <nlohmann/json.hpp>
 
 #include "annotate/annotate.h"
+#include "base/percent.h"
 
 namespace bpfprof::report {
 namespace {
 
 using Json = nlohmann::ordered_json;
-
-double pct(uint64_t part, uint64_t whole) {
-  if (whole == 0) return 0;
-  return std::round(10000.0 * static_cast<double>(part) / static_cast<double>(whole)) / 100.0;
-}
 
 // Thresholds (percent of the program's samples) for colour on a terminal.
 constexpr double kHot = 10.0, kWarm = 2.0;
@@ -45,7 +41,7 @@ std::string selection(const Annotation& a, const Listing& l) {
 }
 
 void text_function(const AnnotatedFunction& f, uint64_t program_samples, bool color, std::string& out) {
-  const double fp = pct(f.samples, program_samples);
+  const double fp = percent_of_rounded(f.samples, program_samples);
   out += paint(color, fp, fmt::format("\n{}  len {}  samples {} ({:.2f}%)\n", f.name, f.len, f.samples, fp), kBold);
   out += "    samples  percent  offset  instruction\n";
   std::map<std::pair<std::string, std::optional<uint32_t>>, std::pair<uint64_t, int>> per_line;
@@ -55,14 +51,17 @@ void text_function(const AnnotatedFunction& f, uint64_t program_samples, bool co
     blocks++;
   }
   for (const LineBlock& b : f.blocks) {
-    const double bp = pct(b.samples, program_samples);
+    const double bp = percent_of_rounded(b.samples, program_samples);
     const auto& [total, blocks] = per_line[{b.file, b.line}];
     std::string head = fmt::format("  {:>9} {:>7.2f}%  {}", b.samples, bp, where(b.line, b.file));
-    if (blocks > 1) head += fmt::format("  (line total {}, {:.2f}%)", total, pct(total, program_samples));
+    if (blocks > 1) {
+      head += fmt::format("  (line total {}, {:.2f}%)", total,
+                          percent_of_rounded(total, program_samples));
+    }
     out += paint(color, bp, head, kBold) + "\n";
     if (b.line) out += fmt::format("{:>22}{}\n", "", b.text);
     for (const AnnotatedInsn& i : b.insns) {
-      const double ip = pct(i.samples, program_samples);
+      const double ip = percent_of_rounded(i.samples, program_samples);
       std::string count = i.samples ? fmt::format("{:>9} {:>7.2f}%", i.samples, ip) : fmt::format("{:>18}", "");
       out += paint(color, ip, fmt::format("  {}  {:>6x}  {}", count, i.offset, i.text)) + "\n";
     }
@@ -75,7 +74,8 @@ std::string render_annotate_text(const Annotation& a, bool color) {
   std::string out;
   for (const Listing& l : a.listings) {
     out += paint(color, 0, fmt::format("BPF program {}  tag {}  ({})\n", l.name, l.tag, selection(a, l)), kBold);
-    out += fmt::format("samples {} ({:.2f}% of {}), arch {}", l.samples, pct(l.samples, a.total_samples),
+    out += fmt::format("samples {} ({:.2f}% of {}), arch {}", l.samples,
+                       percent_of_rounded(l.samples, a.total_samples),
                        a.total_samples, a.arch);
     if (!l.unavailable.empty()) {
       out += fmt::format("\nno code to annotate: {}\n\n", l.unavailable);
@@ -104,19 +104,23 @@ std::string render_annotate_json(const Annotation& a) {
         Json insns = Json::array();
         for (const AnnotatedInsn& i : b.insns) {
           insns.push_back(Json{{"offset", i.offset}, {"size", i.size}, {"asm", i.text},
-                               {"samples", i.samples}, {"percent", pct(i.samples, l.samples)}});
+                               {"samples", i.samples},
+                               {"percent", percent_of_rounded(i.samples, l.samples)}});
         }
         lines.push_back(Json{{"file", b.line ? Json(b.file) : Json(nullptr)}, {"line", line_json(b.line)},
                              {"text", b.line ? Json(b.text) : Json(nullptr)}, {"samples", b.samples},
-                             {"percent", pct(b.samples, l.samples)}, {"insns", std::move(insns)}});
+                             {"percent", percent_of_rounded(b.samples, l.samples)},
+                             {"insns", std::move(insns)}});
       }
       Json totals = Json::array();
       for (const LineTotal& t : f.line_totals) {
         totals.push_back(Json{{"file", t.line ? Json(t.file) : Json(nullptr)}, {"line", line_json(t.line)},
-                              {"samples", t.samples}, {"percent", pct(t.samples, l.samples)}});
+                              {"samples", t.samples},
+                              {"percent", percent_of_rounded(t.samples, l.samples)}});
       }
       functions.push_back(Json{{"name", f.name}, {"len", f.len}, {"samples", f.samples},
-                               {"percent", pct(f.samples, l.samples)}, {"lines", std::move(lines)},
+                               {"percent", percent_of_rounded(f.samples, l.samples)},
+                               {"lines", std::move(lines)},
                                {"line_totals", std::move(totals)}});
     }
     programs.push_back(Json{{"name", l.name},
@@ -124,7 +128,7 @@ std::string render_annotate_json(const Annotation& a) {
                             {"ids", l.ids},
                             {"code_id", l.unavailable.empty() ? Json(l.code_id) : Json(nullptr)},
                             {"samples", l.samples},
-                            {"percent", pct(l.samples, a.total_samples)},
+                            {"percent", percent_of_rounded(l.samples, a.total_samples)},
                             {"samples_outside", l.samples_outside},
                             {"has_lines", l.has_lines},
                             {"unavailable", l.unavailable.empty() ? Json(nullptr) : Json(l.unavailable)},

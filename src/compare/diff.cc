@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "base/percent.h"
 #include "profile/group.h"
 #include "report/table.h"
 
@@ -18,11 +19,6 @@ namespace {
 
 using Key = std::pair<std::string, std::string>;  // (name, detail)
 using Counts = std::map<Key, std::pair<uint64_t, uint64_t>>;  // before, after
-
-double pct(uint64_t part, uint64_t whole) {
-  if (whole == 0) return 0;
-  return 100.0 * static_cast<double>(part) / static_cast<double>(whole);
-}
 
 // Two decimals, as a JSON number.
 double round2(double v) { return std::round(v * 100.0) / 100.0; }
@@ -48,8 +44,8 @@ std::vector<DiffEntry> entries(const Counts& counts, uint64_t before_total, uint
   for (const auto& [key, c] : counts) {
     // A program loaded in both but sampled in neither has changed nothing.
     if (c.first == 0 && c.second == 0) continue;
-    out.push_back(DiffEntry{key.first, key.second, c.first, c.second, pct(c.first, before_total),
-                            pct(c.second, after_total)});
+    out.push_back(DiffEntry{key.first, key.second, c.first, c.second,
+                            percent_of(c.first, before_total), percent_of(c.second, after_total)});
   }
   // The map gave (name, detail) order; a stable sort keeps it among equal deltas.
   std::stable_sort(out.begin(), out.end(), [](const DiffEntry& a, const DiffEntry& b) {
@@ -137,7 +133,8 @@ std::vector<Offender> find_offenders(const ReportData& before, const ReportData&
   for (const auto& [key, sides] : gated) {
     const auto& [b, a] = sides;
     if (options.fail_above) {
-      Offender o{key.first, key.second, true, pct(b.samples, before_total), pct(a.samples, after_total)};
+      Offender o{key.first, key.second, true, percent_of(b.samples, before_total),
+                 percent_of(a.samples, after_total)};
       if (o.growth() > *options.fail_above) out.push_back(o);
     }
     if (options.fail_above_ns && b.measured && a.measured && b.runs && a.runs) {

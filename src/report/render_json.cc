@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/percent.h"
 #include "report/render.h"
 
 namespace bpfprof::report {
@@ -13,19 +14,10 @@ namespace {
 using Json = nlohmann::ordered_json;
 using profile::SortKey;
 
-// Percent with two decimals, as a number.
-double pct(uint64_t part, uint64_t whole) {
-  if (whole == 0) return 0;
-  return std::round(10000.0 * static_cast<double>(part) / static_cast<double>(whole)) / 100.0;
-}
-
 Json tree_json(const profile::CallNode& node, uint64_t entry_samples) {
   Json children = Json::array();
   for (const profile::CallNode& c : node.children) {
-    if (100.0 * static_cast<double>(c.samples) / static_cast<double>(entry_samples) <
-        kCallerPercentLimit) {
-      continue;
-    }
+    if (percent_of(c.samples, entry_samples) < kCallerPercentLimit) continue;
     children.push_back(Json{{"name", c.symbol},
                             {"dso", c.dso},
                             {"samples", c.samples},
@@ -52,7 +44,7 @@ Json programs_json(const ReportData& d) {
              {"name", p.name},
              {"tag", p.tag},
              {"samples", p.samples},
-             {"percent", pct(p.samples, total)},
+             {"percent", percent_of_rounded(p.samples, total)},
              {"load_ns", p.load_ns},
              {"unload_ns", p.unload_ns ? Json(*p.unload_ns) : Json(nullptr)},
              {"owner", p.owner},
@@ -97,7 +89,7 @@ Json rows_json(const ReportData& d, const RenderOptions& o, std::vector<SortKey>
     }
     row["samples"] = r.counts.samples;
     row["period"] = r.counts.period;
-    row["percent"] = pct(r.counts.samples, total);
+    row["percent"] = percent_of_rounded(r.counts.samples, total);
     if (o.callgraph) {
       row["callers"] = tree_json(profile::callers_tree(d.profile, r.stacks), r.counts.samples);
     }
@@ -145,7 +137,7 @@ std::string render_json(const ReportData& d, const RenderOptions& o) {
   for (const OwnerCost& c : cost_by_owner(d)) {
     owners.push_back(Json{{"owner", c.owner},
                           {"samples", c.samples},
-                          {"percent", pct(c.samples, d.profile.total().samples)},
+                          {"percent", percent_of_rounded(c.samples, d.profile.total().samples)},
                           {"programs", c.programs}});
   }
   j["owners"] = std::move(owners);

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "base/percent.h"
 #include "report/render.h"
 #include "report/table.h"
 
@@ -114,8 +115,7 @@ std::string programs_text(const ReportData& d) {
 
 void tree_lines(const profile::CallNode& node, uint64_t entry_samples, int depth, Table& t) {
   for (const profile::CallNode& child : node.children) {
-    double share = 100.0 * static_cast<double>(child.samples) / static_cast<double>(entry_samples);
-    if (share < kCallerPercentLimit) continue;
+    if (percent_of(child.samples, entry_samples) < kCallerPercentLimit) continue;
     t.add_note(fmt::format("  {:>14}  {:{}}{} ({})", percent(child.samples, entry_samples), "",
                            2 * depth, child.symbol, child.dso));
     tree_lines(child, entry_samples, depth + 1, t);

@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include "base/percent.h"
+
 namespace bpfprof::report {
 
 void Table::add_row(std::vector<std::string> cells) {
@@ -69,8 +71,7 @@ std::string Table::render() const {
 }
 
 std::string percent(uint64_t part, uint64_t whole) {
-  if (whole == 0) return "0.00%";
-  return fmt::format("{:.2f}%", 100.0 * static_cast<double>(part) / static_cast<double>(whole));
+  return fmt::format("{:.2f}%", percent_of(part, whole));
 }
 
 }  // namespace bpfprof::report

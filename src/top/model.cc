@@ -5,6 +5,8 @@
 #include <tuple>
 #include <unordered_map>
 
+#include "base/percent.h"
+
 namespace bpfprof::top {
 
 SortKey next_sort_key(SortKey key) {
@@ -30,7 +32,6 @@ void Model::set_baseline(const std::vector<RunReading>& readings) {
 }
 
 void Model::update(const Interval& interval) {
-  const double total = static_cast<double>(interval.samples);
   std::unordered_map<uint32_t, const RunReading*> readings;
   if (interval.runs) {
     for (const RunReading& r : *interval.runs) readings[r.id] = &r;
@@ -45,7 +46,7 @@ void Model::update(const Interval& interval) {
     row.name = s.name;
     row.tag = s.tag;
     row.samples = s.samples;
-    row.cpu_percent = total > 0 ? 100.0 * static_cast<double>(s.samples) / total : 0;
+    row.cpu_percent = percent_of(s.samples, interval.samples);
     row.runs.reset();
     row.runs_per_s.reset();
     row.avg_ns.reset();
@@ -121,13 +122,12 @@ std::vector<ProgramRow> Model::programs(SortKey key) const {
 }
 
 std::vector<SymbolRow> Model::symbols(bool bpf_only, size_t limit) const {
-  const double total = static_cast<double>(last_.samples);
   std::vector<SymbolRow> rows;
   for (const SymbolSample& s : last_.symbols) {
     const bool bpf = s.kind == symbols::FrameKind::kBpf || s.kind == symbols::FrameKind::kBpfImage;
     if (bpf_only && !bpf) continue;
     rows.push_back(SymbolRow{s.name, s.dso, s.kind, s.samples,
-                             total > 0 ? 100.0 * static_cast<double>(s.samples) / total : 0});
+                             percent_of(s.samples, last_.samples)});
   }
   std::sort(rows.begin(), rows.end(), [](const SymbolRow& a, const SymbolRow& b) {
     return std::tie(b.samples, a.name, a.dso) < std::tie(a.samples, b.name, b.dso);
