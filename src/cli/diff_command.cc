@@ -4,9 +4,9 @@
 #include <cstdio>
 
 #include "analysis/recording.h"
+#include "base/output_open.h"
 #include "cli/progress_meter.h"
 #include "compare/diff.h"
-#include "export/gzip.h"
 
 namespace bpfprof::cli {
 namespace {
@@ -64,7 +64,7 @@ int run_diff(const DiffFlags& f) {
   d.before_path = f.before;
   d.after_path = f.after;
   std::string out = f.format == "json" ? report::render_diff_json(d) : report::render_diff_text(d);
-  Status written = report::write_output("-", out);
+  Status written = write_file("-", out);
   if (!written.ok()) return fail("diff", written.error());
   if (!d.offenders.empty()) {
     for (const report::Offender& o : d.offenders) {

@@ -7,9 +7,9 @@
 #include <fmt/format.h>
 
 #include "analysis/recording.h"
+#include "base/output_open.h"
 #include "cli/progress_meter.h"
 #include "compare/merge.h"
-#include "export/gzip.h"
 #include "export/pprof.h"
 
 namespace bpfprof::cli {
@@ -82,7 +82,7 @@ int run_merge(const MergeFlags& f) {
   auto bytes = f.format == "folded" ? merge_folded(f, meter) : merge_pprof(f, meter);
   meter.stop();
   if (!bytes.ok()) return fail("merge", bytes.error());
-  Status written = report::write_output(f.output, *bytes);
+  Status written = write_file(f.output, *bytes);
   if (!written.ok()) return fail("merge", written.error());
   return 0;
 }

@@ -3,8 +3,6 @@
 
 #include <zlib.h>
 
-#include "base/output_open.h"
-
 namespace bpfprof::report {
 namespace {
 
@@ -68,10 +66,6 @@ Result<std::string> gzip_decompress(std::string_view data) {
   }
   inflateEnd(&zs);
   return out;
-}
-
-Status write_output(const std::string& path, std::string_view bytes) {
-  return write_file(path, bytes);
 }
 
 }  // namespace bpfprof::report

@@ -14,8 +14,4 @@ Result<std::string> gzip_compress(std::string_view data);
 // Accepts gzip (and, for robustness, zlib) framing; kBadRecord if corrupt.
 Result<std::string> gzip_decompress(std::string_view data);
 
-// Writes `bytes` to `path` ("-" = stdout) through bpfprof::write_file (a
-// symbolic link at the path is refused).
-Status write_output(const std::string& path, std::string_view bytes);
-
 }  // namespace bpfprof::report

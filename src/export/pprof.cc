@@ -13,6 +13,7 @@
 
 #include <fmt/format.h>
 
+#include "base/output_open.h"
 #include "base/utf8.h"
 #include "export/gzip.h"
 #include "profile/group.h"
@@ -305,7 +306,7 @@ Result<std::string> render_pprof(const ReportData& data, bool bpf_only) {
 
 Status write_pprof(const ReportData& data, const std::string& path) {
   BPFPROF_ASSIGN_OR_RETURN(std::string bytes, render_pprof(data));
-  return write_output(path, bytes);
+  return write_file(path, bytes);
 }
 
 Status write_pprof(const ReportData& data, std::FILE* out) {
