@@ -14,7 +14,9 @@
 #include <unordered_map>
 #include <vector>
 
+#include "base/text_lines.h"
 #include "perfdata/features.h"
+#include "perfdata/kallsyms_line.h"
 #include "perfdata/kallsyms_table.h"
 
 namespace bpfprof::perfdata {
@@ -33,14 +35,7 @@ struct DCtxFree {
   void operator()(ZSTD_DCtx* c) const { ZSTD_freeDCtx(c); }
 };
 
-bool is_text_type(char t) { return t == 't' || t == 'T' || t == 'w' || t == 'W'; }
 bool is_global(char t) { return t >= 'A' && t <= 'Z'; }
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.back() == '\r' || s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  return s;
-}
 
 // Version 1's text, decompressed.
 Result<std::string> decode_text(Bytes section, uint64_t base_offset) {
@@ -106,29 +101,6 @@ Result<std::string> decode_text(Bytes section, uint64_t base_offset) {
 
 }  // namespace
 
-bool parse_kallsyms_line(std::string_view line, KallsymsLine& out) {
-  line = trim(line);
-  size_t sp = line.find(' ');
-  if (sp == std::string_view::npos || sp == 0) return false;
-  uint64_t addr = 0;
-  auto [p, ec] = std::from_chars(line.data(), line.data() + sp, addr, 16);
-  if (ec != std::errc() || p != line.data() + sp) return false;
-  line.remove_prefix(sp + 1);
-  if (line.size() < 3 || line[1] != ' ') return false;
-  out.addr = addr;
-  out.type = line[0];
-  line.remove_prefix(2);
-  size_t tab = line.find('\t');
-  out.name = trim(line.substr(0, tab));
-  out.module = {};
-  if (tab != std::string_view::npos) {
-    std::string_view mod = trim(line.substr(tab + 1));
-    if (mod.size() >= 2 && mod.front() == '[' && mod.back() == ']') mod = mod.substr(1, mod.size() - 2);
-    out.module = mod;
-  }
-  return !out.name.empty();
-}
-
 std::vector<std::byte> encode_kallsyms(std::string_view text) {
   struct Raw {
     uint64_t addr;
@@ -137,17 +109,14 @@ std::vector<std::byte> encode_kallsyms(std::string_view text) {
   };
   std::vector<Raw> raw;
   uint64_t etext = 0;
-  while (!text.empty()) {
-    const size_t nl = text.find('\n');
-    const std::string_view line = text.substr(0, nl);
-    text.remove_prefix(nl == std::string_view::npos ? text.size() : nl + 1);
-    KallsymsLine l;
-    if (!parse_kallsyms_line(line, l)) continue;
-    if (l.module.empty() && l.name == "_etext") etext = l.addr;
+  for_each_line(text, [&](std::string_view line) {
+    const std::optional<KallsymsLine> l = parse_kallsyms_line(line);
+    if (!l) return;
+    if (l->module.empty() && l->name == "_etext") etext = l->addr;
     // _etext is a marker, not code; [bpf] lines are the KSYMBOL timeline's.
-    if (!is_text_type(l.type) || l.module == "bpf" || l.addr == 0 || l.name == "_etext") continue;
-    raw.push_back({l.addr, l.name, l.module, is_global(l.type)});
-  }
+    if (!is_text_type(l->type) || l->module == "bpf" || l->addr == 0 || l->name == "_etext") return;
+    raw.push_back({l->addr, l->name, l->module, is_global(l->type)});
+  });
   // Aliases at one address: the global name wins, then the first listed.
   auto before = [](const Raw& a, const Raw& b) {
     if (a.addr != b.addr) return a.addr < b.addr;

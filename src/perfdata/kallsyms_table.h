@@ -26,18 +26,9 @@
 
 #include "base/byte_cursor.h"
 #include "base/error.h"
+#include "perfdata/kallsyms_line.h"
 
 namespace bpfprof::perfdata {
-
-// One /proc/kallsyms line; views into the text.
-struct KallsymsLine {
-  uint64_t addr = 0;
-  char type = 0;
-  std::string_view name;
-  std::string_view module;  // without brackets; empty for the core kernel
-};
-// Parses "addr type name" or "addr type name\t[module]"; false if malformed.
-bool parse_kallsyms_line(std::string_view line, KallsymsLine& out);
 
 class KallsymsTable {
  public:

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <memory>
 
+#include "base/text_lines.h"
 #include "base/unique_fd.h"
 
 namespace bpfprof::record {
@@ -19,29 +20,6 @@ namespace {
 // /proc/kallsyms is 5-15 MB on common kernels: reserved, only what is read
 // becomes resident.
 constexpr size_t kKallsymsSizeHint = 32 << 20;
-
-bool is_blank(char c) { return c == ' ' || c == '\t'; }
-
-// The next blank-separated field of `s`, consumed. Plain loops: the
-// find_first_of family calls memchr once per character, which showed as the
-// largest user-space cost of a 5 MB kallsyms scan.
-std::string_view next_field(std::string_view& s) {
-  const char* p = s.data();
-  const char* end = p + s.size();
-  while (p != end && is_blank(*p)) ++p;
-  const char* b = p;
-  while (p != end && !is_blank(*p)) ++p;
-  s = std::string_view(p, static_cast<size_t>(end - p));
-  return std::string_view(b, static_cast<size_t>(p - b));
-}
-
-std::optional<uint64_t> parse_hex(std::string_view s) {
-  if (s.starts_with("0x")) s.remove_prefix(2);
-  uint64_t v = 0;
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v, 16);
-  if (ec != std::errc() || p != s.data() + s.size() || s.empty()) return std::nullopt;
-  return v;
-}
 
 std::optional<uint64_t> parse_dec(std::string_view s) {
   uint64_t v = 0;
@@ -67,9 +45,6 @@ bool absorb(const KallsymsLine& l, KernelText& text, bool& have_text, bool& have
   return false;
 }
 
-// Code symbols: text (t, T) and weak (w, W), which on x86 are functions.
-bool is_text_type(char type) { return type == 't' || type == 'T' || type == 'w' || type == 'W'; }
-
 Result<KernelText> finish(KernelText text, bool have_text, bool have_stext, uint64_t stext) {
   if (have_text) {
     text.ref_name = "_text";
@@ -85,34 +60,14 @@ Result<KernelText> finish(KernelText text, bool have_text, bool have_stext, uint
 
 }  // namespace
 
-std::optional<KallsymsLine> parse_kallsyms_line(std::string_view line) {
-  while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.remove_suffix(1);
-  KallsymsLine out;
-  auto addr = parse_hex(next_field(line));
-  std::string_view type = next_field(line);
-  std::string_view name = next_field(line);
-  if (!addr || type.size() != 1 || name.empty()) return std::nullopt;
-  out.addr = *addr;
-  out.type = type[0];
-  out.name = name;
-  std::string_view module = next_field(line);
-  if (module.size() >= 2 && module.front() == '[' && module.back() == ']') {
-    out.module = module.substr(1, module.size() - 2);
-  }
-  return out;
-}
-
 Result<KernelText> parse_kernel_text(std::string_view kallsyms) {
   KernelText text;
   bool have_text = false, have_stext = false;
   uint64_t stext = 0;
-  while (!kallsyms.empty()) {
-    size_t nl = kallsyms.find('\n');
-    std::string_view line = kallsyms.substr(0, nl);
-    kallsyms.remove_prefix(nl == std::string_view::npos ? kallsyms.size() : nl + 1);
+  for_each_line(kallsyms, [&](std::string_view line) {
     auto l = parse_kallsyms_line(line);
-    if (l && absorb(*l, text, have_text, have_stext, stext)) break;
-  }
+    return !(l && absorb(*l, text, have_text, have_stext, stext));
+  });
   return finish(std::move(text), have_text, have_stext, stext);
 }
 
@@ -159,7 +114,7 @@ KallsymsScan scan_kallsyms_in_place(std::string&& kallsyms) {
       continue;
     }
     if (!done) done = absorb(*l, text, have_text, have_stext, stext);
-    if (is_text_type(l->type) && l->addr != 0) {
+    if (perfdata::is_text_type(l->type) && l->addr != 0) {
       // Last use of `line`'s views: the move may overwrite them.
       if (write != line_at) std::memmove(data + write, data + line_at, line_len);
       write += line_len;

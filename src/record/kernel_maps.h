@@ -12,17 +12,12 @@
 
 #include "base/error.h"
 #include "bpf/query.h"
+#include "perfdata/kallsyms_line.h"
 
 namespace bpfprof::record {
 
-// One /proc/kallsyms line: "ffffffff81000000 T _text" or "... t name\t[module]".
-struct KallsymsLine {
-  uint64_t addr = 0;
-  char type = 0;
-  std::string_view name;
-  std::string_view module;  // without brackets; empty for the core kernel
-};
-std::optional<KallsymsLine> parse_kallsyms_line(std::string_view line);
+using perfdata::KallsymsLine;
+using perfdata::parse_kallsyms_line;
 
 // The core kernel text: [start, end) with the reference symbol perf names the
 // map after (`_text`, else `_stext`).

@@ -15,23 +15,6 @@ constexpr std::string_view kKallsyms =
     "ffffffffc0026b20 t bpf_prog_4749fad006b00537_query_main\t[bpf]\n"
     "ffffffffc0100000 t e1000_probe\t[e1000]\n";
 
-// Fields split on runs of blanks (spaces, tabs, a trailing \r).
-TEST(KernelMapsTest, KallsymsLine) {
-  for (const char* line : {"ffffffffc0100000 t e1000_probe\t[e1000]\n",
-                           "  ffffffffc0100000 \t t  e1000_probe \t[e1000]  \r\n"}) {
-    SCOPED_TRACE(line);
-    auto l = parse_kallsyms_line(line);
-    ASSERT_TRUE(l);
-    EXPECT_EQ(l->addr, 0xffffffffc0100000u);
-    EXPECT_EQ(l->type, 't');
-    EXPECT_EQ(l->name, "e1000_probe");
-    EXPECT_EQ(l->module, "e1000");
-  }
-  for (const char* bad : {"garbage", "", "ffffffff81000000 T", " \t "}) {
-    EXPECT_FALSE(parse_kallsyms_line(bad)) << bad;
-  }
-}
-
 TEST(KernelMapsTest, TextAndEtext) {
   auto t = parse_kernel_text(kKallsyms);
   ASSERT_TRUE(t.ok()) << t.error().to_string();

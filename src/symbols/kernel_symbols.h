@@ -17,9 +17,6 @@
 
 namespace bpfprof::symbols {
 
-using perfdata::KallsymsLine;
-using perfdata::parse_kallsyms_line;
-
 // Sorted, non-overlapping kernel text symbols; immutable after build().
 class KernelSymbols {
  public:

@@ -14,23 +14,6 @@
 namespace bpfprof::symbols {
 namespace {
 
-TEST(KallsymsLineTest, ParsesCoreAndModuleLines) {
-  KallsymsLine l;
-  ASSERT_TRUE(parse_kallsyms_line("ffffffff81000000 T _text", l));
-  EXPECT_EQ(l.addr, 0xffffffff81000000u);
-  EXPECT_EQ(l.type, 'T');
-  EXPECT_EQ(l.name, "_text");
-  EXPECT_EQ(l.module, "");
-  ASSERT_TRUE(parse_kallsyms_line("ffffffffc0a01000 t nf_hook\t[nf_tables]", l));
-  EXPECT_EQ(l.name, "nf_hook");
-  EXPECT_EQ(l.module, "nf_tables");
-  ASSERT_TRUE(parse_kallsyms_line("0000000000000000 A fixed_percpu_data\r", l));
-  EXPECT_EQ(l.name, "fixed_percpu_data");
-  EXPECT_FALSE(parse_kallsyms_line("", l));
-  EXPECT_FALSE(parse_kallsyms_line("zz T x", l));
-  EXPECT_FALSE(parse_kallsyms_line("ffffffff81000000 T", l));
-}
-
 constexpr char kSnapshot[] =
     "ffffffff81000000 T _text\n"
     "ffffffff81000100 T start_kernel\n"
