@@ -11,15 +11,11 @@
 #include <memory>
 #include <string_view>
 
+#include "bpf/owned_btf.h"
 #include "bpf/query.h"
 
 namespace bpfprof::bpf {
 namespace {
-
-struct BtfDeleter {
-  void operator()(btf* b) const { btf__free(b); }
-};
-using BtfPtr = std::unique_ptr<btf, BtfDeleter>;
 
 struct FileCloser {
   void operator()(std::FILE* f) const { std::fclose(f); }
@@ -121,11 +117,8 @@ bool ksym_names_covered(const ProgInfo& info, const std::vector<KallsymsEntry>& 
 
 void resolve_ksym_names(ProgInfo& info, const std::vector<KallsymsEntry>& kallsyms,
                         const BtfBlob* btf) {
-  BtfPtr parsed;
-  if (btf && !btf->data.empty()) {
-    // On failure names fall back to the no-BTF rule: best effort, never an error.
-    parsed.reset(btf__new(btf->data.data(), static_cast<__u32>(btf->data.size())));
-  }
+  // On failure names fall back to the no-BTF rule: best effort, never an error.
+  const OwnedBtf parsed = btf ? parse_btf(*btf) : nullptr;
   const size_t n = info.jited_ksyms.size();
   info.ksym_names.assign(n, {});
   for (size_t i = 0; i < n; ++i) {

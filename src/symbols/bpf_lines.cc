@@ -2,7 +2,6 @@
 #include "symbols/bpf_lines.h"
 
 #include <bpf/btf.h>
-#include <bpf/libbpf.h>
 #include <linux/bpf.h>
 
 #include <algorithm>
@@ -18,10 +17,6 @@ BpfLines::BpfLines(const perfdata::Features& features) {
   }
 }
 
-BpfLines::~BpfLines() {
-  for (auto& [id, b] : btfs_) btf__free(b->parsed);
-}
-
 void BpfLines::set_programs(const std::vector<BpfProgram>& programs) {
   programs_ = &programs;
   lines_.clear();
@@ -33,11 +28,8 @@ const struct btf* BpfLines::btf_for(uint32_t btf_id) const {
   auto it = btfs_.find(btf_id);
   if (it == btfs_.end()) return nullptr;
   Btf& b = *it->second;
-  std::call_once(b.once, [&b] {
-    struct btf* parsed = btf__new(b.blob->data.data(), static_cast<uint32_t>(b.blob->data.size()));
-    if (parsed && !libbpf_get_error(parsed)) b.parsed = parsed;  // NULL in libbpf 1.x mode
-  });
-  return b.parsed;
+  std::call_once(b.once, [&b] { b.parsed = bpf::parse_btf(*b.blob); });
+  return b.parsed.get();
 }
 
 void BpfLines::build(const BpfProgram& prog, std::vector<Line>& out) const {

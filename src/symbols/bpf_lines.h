@@ -14,17 +14,15 @@
 #include <unordered_map>
 #include <vector>
 
+#include "bpf/owned_btf.h"
 #include "perfdata/features.h"
 #include "symbols/symbolizer.h"
-
-struct btf;
 
 namespace bpfprof::symbols {
 
 class BpfLines {
  public:
   explicit BpfLines(const perfdata::Features& features);
-  ~BpfLines();
   BpfLines(const BpfLines&) = delete;
   BpfLines& operator=(const BpfLines&) = delete;
 
@@ -46,7 +44,7 @@ class BpfLines {
   struct Btf {
     const bpf::BtfBlob* blob = nullptr;
     std::once_flag once;
-    struct btf* parsed = nullptr;
+    bpf::OwnedBtf parsed;  // null: none or unparsable
   };
   const struct btf* btf_for(uint32_t btf_id) const;
   void build(const BpfProgram& prog, std::vector<Line>& out) const;
