@@ -22,9 +22,9 @@ BuildInfo build_info() {
   const char* commit = bpfprof_build_commit;
   info.commit = commit != nullptr && commit[0] != '\0' ? commit : "unknown";
   info.libbpf = std::to_string(libbpf_major_version()) + "." + std::to_string(libbpf_minor_version());
-  int major = 0, minor = 0;
-  cs_version(&major, &minor);
-  info.capstone = std::to_string(major) + "." + std::to_string(minor);
+  // The capstone API annotate is built for (it loads that soname on demand;
+  // calling into it here would load it for every command).
+  info.capstone = std::to_string(CS_API_MAJOR) + "." + std::to_string(CS_API_MINOR);
   info.zstd = ZSTD_versionString();
   return info;
 }

@@ -36,10 +36,15 @@ deb=$(BPFPROF_BUILD_DIR=$build "$src/scripts/package.sh" "$work/pkg")
 echo "package_test: $deb"
 [ "$(dpkg-deb -f "$deb" Section)" = devel ] || fail "Section is not devel"
 
-# Depends: the package owning each shared library bpfprof links.
+# Depends: the package owning each shared library bpfprof links or loads.
 depends=$(dpkg-deb -f "$deb" Depends)
 echo "package_test: Depends: $depends"
-for soname in $(readelf -d "$build/bin/bpfprof" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'); do
+# Those it loads on demand (capstone, for annotate) are named in the binary
+# as "lib....so.N" strings.
+needed=$(readelf -d "$build/bin/bpfprof" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p')
+on_demand=$(strings -n 8 "$build/bin/bpfprof" | sed -n '/^libcapstone\.so\.[0-9]*$/p' | sort -u)
+[ -n "$on_demand" ] || fail "no capstone soname in the binary (annotate loads it on demand)"
+for soname in $needed $on_demand; do
   path=$(ldconfig -p | awk -v so="$soname" '$1 == so && !n++ { print $NF }')
   [ -n "$path" ] || fail "no $soname on this machine"
   # (reading whole outputs: an early exit would fail the pipe under pipefail)
