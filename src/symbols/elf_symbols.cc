@@ -26,6 +26,11 @@ struct ElfCloser {
 };
 using ElfPtr = std::unique_ptr<Elf, ElfCloser>;
 
+struct OpenElf {
+  UniqueFd fd;
+  ElfPtr elf;
+};
+
 Error elf_error(const std::string& path, const char* what) {
   return make_error(Errc::kBadRecord, path + ": " + what + ": " + elf_errmsg(-1));
 }
@@ -57,10 +62,6 @@ bool is_function(const GElf_Sym& s) {
   return (type == STT_FUNC || type == STT_GNU_IFUNC) && s.st_shndx != SHN_UNDEF && s.st_value != 0;
 }
 
-struct OpenElf {
-  UniqueFd fd;
-  ElfPtr elf;
-};
 
 // <root>/usr/lib/debug/.build-id/ab/cdef....debug, if present and an ELF file.
 std::optional<OpenElf> open_debug_file(const std::string& root, const std::vector<uint8_t>& id) {
@@ -80,33 +81,45 @@ std::optional<OpenElf> open_debug_file(const std::string& root, const std::vecto
 
 }  // namespace
 
+// Kept mapped while the symbols are used: their names are read from it in
+// place. Its file descriptor is closed once loaded (a system-wide profile
+// touches hundreds of files).
+struct ElfSymbols::Image {
+  ElfPtr elf;
+};
+
 // Aliases at one address: sized before unsized, global before local, then
 // file order. A large C++ binary has ~100k symbols and this sort was most of
-// a small report's time: a least-significant-digit radix sort, stable, first
-// by alias class (file order is the order `raw` is in), then by each byte of
-// the address that is not the same in every symbol (three or four passes
-// for a binary below 4 GiB).
+// a small report's time: a least-significant-digit radix sort, stable, on
+// 11-bit digits of (address, alias class): the class and the address's low 9
+// bits first, then each 11 bits of the address that are not the same in
+// every symbol (three passes for a binary below 1 GiB).
 void ElfSymbols::sort_by_address(std::vector<Raw>& raw) {
+  constexpr unsigned kBits = 11, kBuckets = 1u << kBits, kClassBits = 2;
+  static_assert(sizeof(Raw::alias_class) * 8 >= kClassBits);
   const size_t n = raw.size();
   auto other = std::make_unique_for_overwrite<Raw[]>(n);
   Raw* from = raw.data();
   Raw* to = other.get();
   auto pass = [&](auto digit) {
-    size_t start[257] = {};
+    size_t start[kBuckets + 1] = {};
     for (size_t i = 0; i < n; i++) start[digit(from[i]) + 1]++;
-    for (unsigned b = 1; b <= 256; b++) start[b] += start[b - 1];
+    for (unsigned b = 1; b <= kBuckets; b++) start[b] += start[b - 1];
     for (size_t i = 0; i < n; i++) to[start[digit(from[i])]++] = from[i];
     std::swap(from, to);
   };
-  pass([](const Raw& r) { return r.alias_class; });
+  constexpr unsigned kLowBits = kBits - kClassBits;
+  pass([](const Raw& r) {
+    return static_cast<unsigned>(((r.addr & ((1u << kLowBits) - 1)) << kClassBits) | (r.alias_class & 3u));
+  });
   uint64_t all_or = 0, all_and = ~uint64_t{0};
   for (size_t i = 0; i < n; i++) {
     all_or |= raw[i].addr;
     all_and &= raw[i].addr;
   }
-  for (unsigned shift = 0; shift < 64; shift += 8) {
-    if ((((all_or ^ all_and) >> shift) & 0xff) == 0) continue;  // one value: already in order
-    pass([shift](const Raw& r) { return static_cast<unsigned>((r.addr >> shift) & 0xff); });
+  for (unsigned shift = kLowBits; shift < 64; shift += kBits) {
+    if ((((all_or ^ all_and) >> shift) & (kBuckets - 1)) == 0) continue;  // one value: already in order
+    pass([shift](const Raw& r) { return static_cast<unsigned>((r.addr >> shift) & (kBuckets - 1)); });
   }
   if (from != raw.data()) std::copy(from, from + n, raw.data());
 }
@@ -131,21 +144,30 @@ Result<std::unique_ptr<ElfSymbols>> ElfSymbols::load(const std::string& path, co
     }
   }
 
-  bool have_symtab = out->read_symbols(elf.get(), raw);
+  const char* names = nullptr;
+  bool have_symtab = read_symbols(elf.get(), raw, names);
+  OpenElf image{std::move(fd), std::move(elf)};
   // A stripped file: its separate debug file (same addresses) has .symtab.
   if (!have_symtab && !out->build_id_.empty()) {
     if (auto debug = open_debug_file(debug_root, out->build_id_)) {
       std::vector<Raw> from_debug;
-      if (out->read_symbols(debug->elf.get(), from_debug)) raw = std::move(from_debug);
+      const char* debug_names = nullptr;
+      if (read_symbols(debug->elf.get(), from_debug, debug_names)) {
+        raw = std::move(from_debug);
+        names = debug_names;
+        image = std::move(*debug);
+      }
     }
   }
+  // Everything needed from the file is in libelf's memory (its mapping, or
+  // what it read) by now: the descriptor can go.
+  elf_cntl(image.elf.get(), ELF_C_FDDONE);
+  out->image_ = std::make_unique<Image>(Image{std::move(image.elf)});
+  out->names_ = names;
   sort_by_address(raw);
   raw.erase(std::unique(raw.begin(), raw.end(), [](const Raw& a, const Raw& b) { return a.addr == b.addr; }),
             raw.end());
-  out->symbols_.reserve(raw.size());
-  for (const Raw& r : raw) {
-    out->symbols_.push_back({r.addr, r.size, std::string_view(out->names_).substr(r.name_off, r.name_len)});
-  }
+  out->symbols_ = std::move(raw);
   out->demangled_ = std::make_unique<std::atomic<const std::string*>[]>(out->symbols_.size());
   out->serial_ = next_timeline_serial();
   return out;
@@ -159,7 +181,7 @@ ElfSymbols::~ElfSymbols() {
 }
 
 std::string_view ElfSymbols::shown_name(size_t i) const {
-  const std::string_view name = symbols_[i].name;
+  const std::string_view name(names_ + symbols_[i].name_off);
   if (!name.starts_with("_Z")) return name;
   std::atomic<const std::string*>& slot = demangled_[i];
   const std::string* d = slot.load(std::memory_order_acquire);
@@ -179,7 +201,7 @@ std::string_view ElfSymbols::shown_name(size_t i) const {
   return d == &kNotMangled ? name : std::string_view(*d);
 }
 
-bool ElfSymbols::read_symbols(Elf* elf, std::vector<Raw>& raw) {
+bool ElfSymbols::read_symbols(Elf* elf, std::vector<Raw>& raw, const char*& names) {
   // .symtab when the file has one (not stripped), else .dynsym.
   Elf_Scn* chosen = nullptr;
   GElf_Shdr chosen_sh{};
@@ -198,20 +220,18 @@ bool ElfSymbols::read_symbols(Elf* elf, std::vector<Raw>& raw) {
   if (!data || !chosen_sh.sh_entsize || !strtab || !strtab->d_buf) return chosen_sh.sh_type == SHT_SYMTAB;
   const char* strings = static_cast<const char*>(strtab->d_buf);
   const size_t strings_size = strtab->d_size;
-  // The names kept are a subset of the string table: one allocation.
-  names_.reserve(names_.size() + strings_size);
+  // A name must end inside the table (demangling reads up to its NUL): names
+  // starting after the table's last NUL do not, and are left out.
+  const void* last_nul = ::memrchr(strings, '\0', strings_size);
+  if (last_nul == nullptr) return chosen_sh.sh_type == SHT_SYMTAB;
+  const size_t ends_before = static_cast<size_t>(static_cast<const char*>(last_nul) - strings);
+  names = strings;
   auto add = [&](const GElf_Sym& sym) {
-    if (!is_function(sym) || sym.st_name == 0 || sym.st_name >= strings_size) return;
-    // A name must end inside the table: demangling reads up to its NUL.
-    const char* name = strings + sym.st_name;
-    const size_t len = ::strnlen(name, strings_size - sym.st_name);
-    if (len == 0 || len == strings_size - sym.st_name || names_.size() + len >= UINT32_MAX) return;
+    if (!is_function(sym) || sym.st_name == 0 || sym.st_name >= ends_before || strings[sym.st_name] == '\0') return;
     const uint32_t alias_class = (sym.st_size == 0 ? 2u : 0u) | (GELF_ST_BIND(sym.st_info) == STB_LOCAL ? 1u : 0u);
-    // Stored as the file has it (NUL-terminated: demangled from here later).
-    raw.push_back({sym.st_value, sym.st_size, static_cast<uint32_t>(names_.size()), static_cast<uint32_t>(len), alias_class});
-    names_.append(name, len);
-    names_.push_back('\0');
+    raw.push_back({sym.st_value, sym.st_size, sym.st_name, alias_class});
   };
+  raw.reserve(raw.size() + data->d_size / chosen_sh.sh_entsize);
   if (gelf_getclass(elf) == ELFCLASS64 && data->d_type == ELF_T_SYM) {
     // elf_getdata gave the table in this host's layout: read it in place.
     const auto* syms = static_cast<const Elf64_Sym*>(data->d_buf);
@@ -250,17 +270,17 @@ std::optional<ElfSymbols::Symbol> ElfSymbols::find(uint64_t vaddr) const {
     i = m.index;
   } else {
     auto it = std::upper_bound(symbols_.begin(), symbols_.end(), vaddr,
-                               [](uint64_t a, const Symbol& s) { return a < s.addr; });
+                               [](uint64_t a, const Raw& s) { return a < s.addr; });
     if (it != symbols_.begin()) {
       const size_t at = static_cast<size_t>(it - symbols_.begin()) - 1;
-      const Symbol& s = symbols_[at];
+      const Raw& s = symbols_[at];
       // Unsized (hand-written assembly): up to the next symbol, if there is one.
       if (s.size != 0 ? vaddr - s.addr < s.size : it != symbols_.end()) i = at;
     }
     m = {serial_, vaddr, i};
   }
   if (i == symbols_.size()) return std::nullopt;
-  const Symbol& s = symbols_[i];
+  const Raw& s = symbols_[i];
   return Symbol{s.addr, s.size, shown_name(i)};
 }
 

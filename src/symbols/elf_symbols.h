@@ -51,14 +51,15 @@ class ElfSymbols {
  private:
   struct Raw {
     uint64_t addr, size;
-    uint32_t name_off, name_len;
+    uint32_t name_off;  // into the string table, NUL-terminated there
     // Among aliases at one address, lower first: 0 sized global, 1 sized
     // local, 2 unsized global, 3 unsized local; then file order.
     uint32_t alias_class;
   };
   static void sort_by_address(std::vector<Raw>& raw);
-  // Appends the function symbols of .symtab (else .dynsym); true if .symtab.
-  bool read_symbols(Elf* elf, std::vector<Raw>& raw);
+  // Appends the function symbols of .symtab (else .dynsym), and sets `names`
+  // to the string table their name offsets are in; true if .symtab.
+  static bool read_symbols(Elf* elf, std::vector<Raw>& raw, const char*& names);
 
   struct Segment {
     uint64_t offset = 0, filesz = 0, vaddr = 0;
@@ -69,8 +70,13 @@ class ElfSymbols {
   // form once find() made it for a mangled one.
   std::string_view shown_name(size_t i) const;
 
-  std::string names_;  // all symbol names as stored, NUL-separated; symbols_ views into it
-  std::vector<Symbol> symbols_;
+  // The file the symbols came from, mapped, and the string table their names
+  // are in, used where it lies: a large binary has ~100k names and a profile
+  // shows a few hundred, so none is copied or measured until it is shown.
+  struct Image;
+  std::unique_ptr<Image> image_;
+  const char* names_ = nullptr;
+  std::vector<Raw> symbols_;  // by address, one per address
   // Per symbol, the demangled name (owned) once made; null before. Names that
   // do not demangle point to kNotMangled.
   std::unique_ptr<std::atomic<const std::string*>[]> demangled_;
