@@ -262,7 +262,10 @@ std::optional<ElfSymbols::Symbol> ElfSymbols::find(uint64_t vaddr) const {
     size_t index = 0;  // symbols_.size(): no symbol there
   };
   constexpr size_t kMemo = 1024;
-  thread_local Memo memo[kMemo];
+  // On the heap, made by the first lookup of each thread (not static TLS,
+  // which every process and thread start would zero).
+  thread_local std::unique_ptr<Memo[]> memo;
+  if (!memo) memo = std::make_unique<Memo[]>(kMemo);
   static_assert(kMemo == 1024);  // the top 10 bits of the hash pick the slot
   Memo& m = memo[((vaddr ^ (vaddr >> 10) ^ serial_) * 0x9e3779b97f4a7c15ULL) >> 54];
   size_t i = symbols_.size();

@@ -282,7 +282,10 @@ Frame Symbolizer::Impl::lookup_kernel(uint64_t ip, uint64_t time, Symbolizer::Ho
     Frame frame;
   };
   constexpr size_t kMemo = 2048;
-  thread_local Memo memo[kMemo];
+  // On the heap, made by the first lookup of each thread: as a thread_local
+  // array it was static TLS, zeroed at every process and thread start.
+  thread_local std::unique_ptr<Memo[]> memo;
+  if (!memo) memo = std::make_unique<Memo[]>(kMemo);
   static_assert(kMemo == 2048);  // the top 11 bits of the hash pick the slot
   Memo& m = memo[((ip ^ (ip >> 11)) * 0x9e3779b97f4a7c15ULL) >> 53];
   if (serial != 0 && m.serial == serial && m.ip == ip && time >= m.t_from && time < m.t_to) {
