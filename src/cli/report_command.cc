@@ -31,6 +31,8 @@ CLI::App* add_report_command(CLI::App& app, ReportFlags& f) {
                       profile::valid_sort_keys() + " (default sym)");
   cmd->add_flag("--bpf-only", f.bpf_only, "Only samples whose leaf frame is BPF code");
   cmd->add_flag("-g,--call-graph", f.callgraph, "Callers tree below each entry");
+  cmd->add_flag("--instances", f.instances,
+                "Program table: one row per program instance (default: one per name and tag)");
   return cmd;
 }
 
@@ -48,6 +50,7 @@ Result<report::RenderOptions> to_render_options(const ReportFlags& f) {
   o.keys = std::move(keys).value();
   o.bpf_only = f.bpf_only;
   o.callgraph = f.callgraph;
+  o.instances = f.instances;
   return o;
 }
 

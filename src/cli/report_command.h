@@ -21,6 +21,7 @@ struct ReportFlags : ReadFlags {
   bool bpf_only = false;
   std::string format = "text";
   bool callgraph = false;
+  bool instances = false;
 };
 
 struct ScriptFlags : ReadFlags {

@@ -123,7 +123,7 @@ TEST_F(EnrichmentRenderTest, RunStatisticsBesideTheSampledShare) {
   EXPECT_NE(text.find("1000   7.000    7000"), std::string::npos) << text;
   auto j = nlohmann::json::parse(render_json(d_, {}));
   const auto& burn = j["programs"][0];
-  EXPECT_EQ(burn["id"], 42);
+  EXPECT_EQ(burn["ids"], nlohmann::json::array({42}));
   EXPECT_EQ(burn["run_cnt"], 1000);
   EXPECT_EQ(burn["run_time_ns"], 7'000'000);
   EXPECT_EQ(burn["avg_ns"], 7000);

@@ -16,6 +16,7 @@ struct RenderOptions {
   std::vector<profile::SortKey> keys{profile::SortKey::kSym};
   bool bpf_only = false;   // keep samples whose leaf is BPF code
   bool callgraph = false;  // callers tree below each entry
+  bool instances = false;  // program table: every instance on its own row
 };
 
 // Callers-tree branches below this share of their entry are not printed.

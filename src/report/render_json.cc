@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/percent.h"
+#include "report/program_groups.h"
 #include "report/render.h"
 
 namespace bpfprof::report {
@@ -26,32 +27,33 @@ Json tree_json(const profile::CallNode& node, uint64_t entry_samples) {
   return children;
 }
 
-Json programs_json(const ReportData& d) {
+Json programs_json(const ReportData& d, bool instances) {
   const uint64_t total = d.profile.total().samples;
   Json out = Json::array();
-  std::vector<size_t> order(d.programs.size());
-  for (size_t i = 0; i < order.size(); i++) order[i] = i;
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    return d.programs[a].samples > d.programs[b].samples;
-  });
-  for (size_t i : order) {
-    const ProgramRow& p = d.programs[i];
+  for (const ProgramGroup& g : program_groups(d, instances)) {
+    const ProgramRow& p = g.row;
     Json functions = Json::array();
     for (const FunctionRow& f : p.functions) {
       functions.push_back(Json{{"name", f.name}, {"samples", f.samples}});
     }
-    Json row{{"id", p.id},
-             {"name", p.name},
-             {"tag", p.tag},
-             {"samples", p.samples},
-             {"percent", percent_of_rounded(p.samples, total)},
-             {"load_ns", p.load_ns},
-             {"unload_ns", p.unload_ns ? Json(*p.unload_ns) : Json(nullptr)},
-             {"owner", p.owner},
-             {"owner_pids", p.owner_pids},
-             {"jited_len", p.jited_len ? Json(*p.jited_len) : Json(nullptr)},
-             {"xlated_len", p.xlated_len ? Json(*p.xlated_len) : Json(nullptr)},
-             {"verified_insns", p.verified_insns ? Json(*p.verified_insns) : Json(nullptr)}};
+    Json row;
+    if (instances) {
+      row["id"] = p.id;
+    } else {
+      row["instances"] = g.ids.size();
+      row["ids"] = g.ids;
+    }
+    row.update(Json{{"name", p.name},
+                    {"tag", p.tag},
+                    {"samples", p.samples},
+                    {"percent", percent_of_rounded(p.samples, total)},
+                    {"load_ns", p.load_ns},
+                    {"unload_ns", p.unload_ns ? Json(*p.unload_ns) : Json(nullptr)},
+                    {"owner", p.owner},
+                    {"owner_pids", p.owner_pids},
+                    {"jited_len", p.jited_len ? Json(*p.jited_len) : Json(nullptr)},
+                    {"xlated_len", p.xlated_len ? Json(*p.xlated_len) : Json(nullptr)},
+                    {"verified_insns", p.verified_insns ? Json(*p.verified_insns) : Json(nullptr)}});
     if (d.enrichment && d.enrichment->bpf_stats) {
       const bool known = p.run_cnt && p.run_time_ns;
       row["run_cnt"] = known ? Json(*p.run_cnt) : Json(nullptr);
@@ -141,7 +143,7 @@ std::string render_json(const ReportData& d, const RenderOptions& o) {
                           {"programs", c.programs}});
   }
   j["owners"] = std::move(owners);
-  j["programs"] = programs_json(d);
+  j["programs"] = programs_json(d, o.instances);
   const bool default_keys = o.keys == std::vector<SortKey>{SortKey::kSym};
   j["symbols"] = rows_json(d, default_keys ? o : RenderOptions{{SortKey::kSym}, o.bpf_only, false},
                            {SortKey::kSym}, true);

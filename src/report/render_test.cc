@@ -61,12 +61,17 @@ TEST_F(RenderTest, TextHasHeaderProgramsSymbolsAndDiagnostics) {
   EXPECT_NE(text.find("# host: box  kernel: 6.1.0  arch: x86_64\n"), std::string::npos) << text;
   EXPECT_NE(text.find("# duration: 0.500000 s  samples: 10  lost: 3  throttled: 1\n"),
             std::string::npos) << text;
-  // Program row: samples, percent, id, tag, alive from/to relative to the start.
-  EXPECT_NE(text.find("        6   60.00%  42  0011223344556677  +0.100000  +0.200000  burn\n"),
+  // Program row: samples, percent, instances, id, tag, alive from/to
+  // relative to the start.
+  EXPECT_NE(text.find("# Samples  Percent  Inst  Ids  Tag               First load  Last unload  "
+                      "Program / functions\n"),
+            std::string::npos) << text;
+  EXPECT_NE(text.find("        6   60.00%     1   42  0011223344556677  +0.100000   +0.200000    "
+                      "burn\n"),
             std::string::npos) << text;
   EXPECT_NE(text.find("  bpf_prog_0011223344556677_sub\n"), std::string::npos) << text;
-  EXPECT_NE(text.find("  7  8899aabbccddeeff  start      end        idle\n"), std::string::npos)
-      << text;
+  EXPECT_NE(text.find("     1    7  8899aabbccddeeff  start       end          idle\n"),
+            std::string::npos) << text;
   EXPECT_NE(text.find("# Overhead  Samples  Shared Object  Symbol\n"),
             std::string::npos) << text;
   EXPECT_NE(text.find("    40.00%        4  [bpf]          bpf_prog_0011223344556677_burn\n"),
@@ -104,7 +109,9 @@ TEST_F(RenderTest, JsonSchema) {
   EXPECT_EQ(j["duration_ns"], 500'000'000);
   ASSERT_EQ(j["programs"].size(), 2u);
   const auto& prog = j["programs"][0];
-  EXPECT_EQ(prog["id"], 42);
+  EXPECT_EQ(prog["instances"], 1);
+  EXPECT_EQ(prog["ids"], nlohmann::json::array({42}));
+  EXPECT_FALSE(prog.contains("id"));
   EXPECT_EQ(prog["name"], "burn");
   EXPECT_EQ(prog["tag"], "0011223344556677");
   EXPECT_EQ(prog["samples"], 6);
@@ -121,6 +128,79 @@ TEST_F(RenderTest, JsonSchema) {
   EXPECT_DOUBLE_EQ(j["symbols"][0]["percent"].get<double>(), 40.0);
   EXPECT_EQ(j["diagnostics"]["sideband_out_of_order"], 2);
   EXPECT_FALSE(j.contains("entries"));
+}
+
+// Instances of the same code (name and tag) share a row: ids, samples (also
+// per function) and run statistics summed, first load, last unload, owners
+// merged, the largest sizes. `--instances` prints them as before, one each.
+TEST_F(RenderTest, ProgramTableGroupsInstancesOfTheSameCode) {
+  d_.enrichment = EnrichmentSummary{};
+  d_.enrichment->bpf_stats = true;
+  ProgramRow& first = d_.programs[0];
+  first.owner = "loader[5]";
+  first.owner_pids = {5};
+  first.run_cnt = 10;
+  first.run_time_ns = 1000;
+  first.jited_len = 100;
+  ProgramRow again = first;
+  again.id = 50;
+  again.load_ns = 1'300'000'000;
+  again.unload_ns = std::nullopt;  // still loaded: the group's last unload is the end
+  again.samples = 3;
+  again.functions = {{"bpf_prog_0011223344556677_burn", 1}, {"bpf_prog_0011223344556677_sub", 2}};
+  again.owner = "other[3],loader[5]";
+  again.owner_pids = {3, 5};
+  again.run_cnt = 30;
+  again.run_time_ns = 5000;
+  again.jited_len = 120;
+  d_.programs.push_back(again);
+  // A zero tag tells no code apart: its row stays its own.
+  d_.programs.push_back(ProgramRow{60, "anon", std::string(16, '0'), 0, std::nullopt, 0, {}});
+  d_.programs.push_back(ProgramRow{61, "anon", std::string(16, '0'), 0, std::nullopt, 0, {}});
+
+  const std::string text = render_text(d_, {});
+  EXPECT_NE(text.find("        9   90.00%    40   0.006     150     2  42-50  0011223344556677  "
+                      "+0.100000   end          burn\n"),
+            std::string::npos) << text;
+  EXPECT_NE(text.find("        5      "), std::string::npos) << text;  // burn: 4 + 1
+  EXPECT_NE(text.find("        4      "), std::string::npos) << text;  // sub: 2 + 2
+  EXPECT_NE(text.find("     1     60  0000000000000000"), std::string::npos) << text;
+  EXPECT_NE(text.find("     1     61  0000000000000000"), std::string::npos) << text;
+
+  const auto j = nlohmann::json::parse(render_json(d_, {}));
+  ASSERT_EQ(j["programs"].size(), 4u);
+  const auto& burn = j["programs"][0];
+  EXPECT_EQ(burn["instances"], 2);
+  EXPECT_EQ(burn["ids"], nlohmann::json::array({42, 50}));
+  EXPECT_EQ(burn["samples"], 9);
+  EXPECT_EQ(burn["load_ns"], 1'100'000'000);
+  EXPECT_TRUE(burn["unload_ns"].is_null());
+  EXPECT_EQ(burn["owner"], "loader[5],other[3]");
+  EXPECT_EQ(burn["owner_pids"], nlohmann::json::array({3, 5}));
+  EXPECT_EQ(burn["run_cnt"], 40);
+  EXPECT_EQ(burn["run_time_ns"], 6000);
+  EXPECT_EQ(burn["avg_ns"], 150);
+  EXPECT_EQ(burn["jited_len"], 120);
+  EXPECT_TRUE(burn["xlated_len"].is_null());
+  EXPECT_EQ(burn["functions"][0]["samples"], 5);
+  EXPECT_EQ(burn["functions"][1]["samples"], 4);
+
+  RenderOptions each;
+  each.instances = true;
+  const std::string one_by_one = render_text(d_, each);
+  EXPECT_NE(one_by_one.find("  Id  Tag               Loaded     Unloaded   Program / functions\n"),
+            std::string::npos) << one_by_one;
+  EXPECT_NE(one_by_one.find("  42  0011223344556677  +0.100000  +0.200000  burn\n"),
+            std::string::npos) << one_by_one;
+  EXPECT_NE(one_by_one.find("  50  0011223344556677  +0.300000  end        burn\n"),
+            std::string::npos) << one_by_one;
+  const auto k = nlohmann::json::parse(render_json(d_, each));
+  ASSERT_EQ(k["programs"].size(), 5u);
+  EXPECT_EQ(k["programs"][0]["id"], 42);
+  EXPECT_EQ(k["programs"][0]["owner"], "loader[5]");
+  EXPECT_EQ(k["programs"][1]["id"], 50);
+  EXPECT_EQ(k["programs"][1]["owner_pids"], nlohmann::json::array({3, 5}));
+  EXPECT_FALSE(k["programs"][0].contains("ids"));
 }
 
 TEST_F(RenderTest, JsonEntriesForOtherKeysAndCallers) {

@@ -6,6 +6,7 @@
 #include <fmt/ranges.h>
 
 #include "base/percent.h"
+#include "report/program_groups.h"
 #include "report/render.h"
 #include "report/table.h"
 
@@ -56,7 +57,13 @@ std::string header_text(const ReportData& d) {
   return out;
 }
 
-std::string programs_text(const ReportData& d) {
+// "42" for one instance, "lowest-highest" id of several.
+std::string ids_text(const std::vector<uint32_t>& ids) {
+  const auto [lo, hi] = std::minmax_element(ids.begin(), ids.end());
+  return ids.size() == 1 ? std::to_string(*lo) : fmt::format("{}-{}", *lo, *hi);
+}
+
+std::string programs_text(const ReportData& d, const RenderOptions& o) {
   std::string out = "#\n# BPF programs: samples whose leaf frame is in the program, "
                     "percent of all samples\n";
   if (d.programs.empty()) return out + "# (no BPF programs in this recording)\n";
@@ -76,20 +83,21 @@ std::string programs_text(const ReportData& d) {
                                    {"Run ms", Table::Align::kRight},
                                    {"ns/run", Table::Align::kRight}});
   }
-  columns.insert(columns.end(), {{"Id", Table::Align::kRight},
-                                 {"Tag"},
-                                 {"Loaded"},
-                                 {"Unloaded"},
-                                 {"Program / functions"}});
+  if (o.instances) {
+    columns.insert(columns.end(), {{"Id", Table::Align::kRight}, {"Tag"}, {"Loaded"}, {"Unloaded"}});
+  } else {
+    columns.insert(columns.end(), {{"Inst", Table::Align::kRight},
+                                   {"Ids", Table::Align::kRight},
+                                   {"Tag"},
+                                   {"First load"},
+                                   {"Last unload"}});
+  }
+  columns.push_back({"Program / functions"});
+  const size_t width = columns.size();
   Table t(std::move(columns));
-  std::vector<size_t> order(d.programs.size());
-  for (size_t i = 0; i < order.size(); i++) order[i] = i;
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    return d.programs[a].samples > d.programs[b].samples;
-  });
   const uint64_t total = d.profile.total().samples;
-  for (size_t i : order) {
-    const ProgramRow& p = d.programs[i];
+  for (const ProgramGroup& g : program_groups(d, o.instances)) {
+    const ProgramRow& p = g.row;
     std::vector<std::string> cells{std::to_string(p.samples), percent(p.samples, total)};
     if (stats) {
       const bool known = p.run_cnt && p.run_time_ns;
@@ -97,14 +105,15 @@ std::string programs_text(const ReportData& d) {
       cells.push_back(known ? fmt::format("{:.3f}", static_cast<double>(*p.run_time_ns) / 1e6) : "-");
       cells.push_back(known && *p.run_cnt ? std::to_string(*p.run_time_ns / *p.run_cnt) : "-");
     }
-    cells.insert(cells.end(), {std::to_string(p.id), p.tag, relative_time(p.load_ns, d.header.start_ns),
+    if (!o.instances) cells.push_back(std::to_string(g.ids.size()));
+    cells.insert(cells.end(), {ids_text(g.ids), p.tag, relative_time(p.load_ns, d.header.start_ns),
                                p.unload_ns ? relative_time(*p.unload_ns, d.header.start_ns) : "end",
                                p.name});
     t.add_row(std::move(cells));
     // A program with one function is its own function: listing it again says nothing.
     if (p.functions.size() < 2) continue;
     for (const FunctionRow& f : p.functions) {
-      std::vector<std::string> row(stats ? 10 : 7);
+      std::vector<std::string> row(width);
       row.front() = std::to_string(f.samples);
       row.back() = "  " + f.name;
       t.add_row(std::move(row));
@@ -193,7 +202,7 @@ std::string relative_time(uint64_t t, uint64_t start_ns) {
 }
 
 std::string render_text(const ReportData& data, const RenderOptions& options) {
-  return header_text(data) + programs_text(data) + entries_text(data, options) +
+  return header_text(data) + programs_text(data, options) + entries_text(data, options) +
          diagnostics_text(data);
 }
 

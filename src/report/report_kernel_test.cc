@@ -1,9 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 // Real kernel, end to end: record the BPF workload with `bpfprof record -a -g`,
-// then `bpfprof report` names the long-lived program with samples, attributes
-// its hot line, and `bpfprof script` prints as many samples as `perf script`.
+// then `bpfprof report` names the long-lived program with samples, groups
+// instances of the same code, attributes its hot line, and `bpfprof script`
+// prints as many samples as `perf script`.
 #include <algorithm>
 #include <fstream>
+#include <map>
+#include <set>
+#include <string>
+#include <utility>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -63,7 +68,8 @@ class ReportKernelTest : public ::testing::Test {
 TEST_F(ReportKernelTest, LongLivedProgramHasSamplesAndItsName) {
   const nlohmann::json& truth = long_lived();
   ASSERT_TRUE(truth.is_object()) << g->truth_json.dump();
-  RunResult r = run({kBin + "/bpfprof", "report", "--format", "json", "-i", g->data});
+  RunResult r =
+      run({kBin + "/bpfprof", "report", "--instances", "--format", "json", "-i", g->data});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto j = nlohmann::json::parse(r.out);
   EXPECT_GT(j["samples"].get<uint64_t>(), 0u);
@@ -89,6 +95,57 @@ TEST_F(ReportKernelTest, LongLivedProgramHasSamplesAndItsName) {
     EXPECT_TRUE(listed) << p["name"] << " id " << p["id"];
   }
   EXPECT_TRUE(j["diagnostics"].is_object());
+}
+
+// The default table: instances of the same code (name and tag) in one row,
+// with every instance's id and their samples summed; `--instances` lists the
+// same programs one by one. The workload loads `burner` several times.
+TEST_F(ReportKernelTest, ProgramTableGroupsInstancesOfTheSameCode) {
+  using Code = std::pair<std::string, std::string>;  // name, tag
+  std::map<Code, std::set<uint32_t>> truth;
+  for (const auto& p : g->truth_json["programs"]) {
+    truth[{p["name"], p["tag"]}].insert(p["id"].get<uint32_t>());
+  }
+  ASSERT_LT(truth.size(), g->truth_json["programs"].size()) << "no code loaded twice";
+  RunResult grouped = run({kBin + "/bpfprof", "report", "--format", "json", "-i", g->data});
+  RunResult each =
+      run({kBin + "/bpfprof", "report", "--instances", "--format", "json", "-i", g->data});
+  ASSERT_EQ(grouped.exit_code, 0) << grouped.err;
+  ASSERT_EQ(each.exit_code, 0) << each.err;
+  const auto rows = nlohmann::json::parse(grouped.out)["programs"];
+  const auto instances = nlohmann::json::parse(each.out)["programs"];
+  // Code -> ids and summed samples of the instance rows.
+  std::map<Code, std::pair<std::set<uint32_t>, uint64_t>> want;
+  for (const auto& p : instances) {
+    auto& w = want[{p["name"], p["tag"]}];
+    w.first.insert(p["id"].get<uint32_t>());
+    w.second += p["samples"].get<uint64_t>();
+  }
+  ASSERT_EQ(rows.size(), want.size()) << grouped.out;
+  for (const auto& row : rows) {
+    const Code code{row["name"], row["tag"]};
+    const auto ids = row["ids"].get<std::set<uint32_t>>();
+    EXPECT_EQ(row["instances"].get<size_t>(), row["ids"].size());
+    EXPECT_EQ(ids, want[code].first) << code.first;
+    EXPECT_EQ(row["samples"].get<uint64_t>(), want[code].second) << code.first;
+    // Every workload program of this code is in this row.
+    if (auto t = truth.find(code); t != truth.end()) {
+      EXPECT_TRUE(std::includes(ids.begin(), ids.end(), t->second.begin(), t->second.end()))
+          << code.first << " " << row["ids"];
+    }
+  }
+  for (const auto& [code, ids] : truth) EXPECT_TRUE(want.contains(code)) << code.first;
+  // The text table: the burners' row says how many instances and which ids.
+  RunResult text = run({kBin + "/bpfprof", "report", "-i", g->data});
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  for (const auto& [code, ids] : truth) {
+    if (code.first != "burner") continue;
+    const std::set<uint32_t>& all = want[code].first;
+    const std::string cells = "  " + std::to_string(all.size()) + "  " +
+                              std::to_string(*all.begin()) + "-" + std::to_string(*all.rbegin()) +
+                              "  " + code.second + "  ";
+    EXPECT_NE(text.out.find(cells), std::string::npos) << cells << "\n" << text.out;
+  }
 }
 
 TEST_F(ReportKernelTest, HotLineLeadsTheLongLivedProgram) {

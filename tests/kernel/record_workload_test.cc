@@ -290,7 +290,8 @@ TEST_F(RecordWorkloadTest, HeldProgramIsOwnedByItsHolder) {
     EXPECT_EQ(h.comm, "bpfprof-workloa");  // the kernel keeps 15 bytes
   }
   EXPECT_EQ(found, 1u);
-  RunResult report = run({kBin + "/bpfprof", "report", "-q", "-i", g->data, "--format", "json"});
+  RunResult report = run({kBin + "/bpfprof", "report", "-q", "--instances", "-i", g->data,
+                           "--format", "json"});
   ASSERT_EQ(report.exit_code, 0) << report.err;
   const auto j = nlohmann::json::parse(report.out);
   size_t named = 0;

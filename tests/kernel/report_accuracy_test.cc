@@ -49,7 +49,8 @@ void record_case(Case& c, const std::vector<std::string>& recorder) {
   c.programs = read_truth(c.truth);
   c.script = run({kBin + "/bpfprof", "script", "-i", c.data, "--format", "json"});
   ASSERT_EQ(c.script.exit_code, 0) << c.script.err;
-  c.report = run({kBin + "/bpfprof", "report", "-i", c.data, "--format", "json"});
+  c.report =
+      run({kBin + "/bpfprof", "report", "--instances", "-i", c.data, "--format", "json"});
   ASSERT_EQ(c.report.exit_code, 0) << c.report.err;
 }
 

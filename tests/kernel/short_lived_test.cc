@@ -119,7 +119,8 @@ TEST_F(ShortLivedTest, ReportHeaderNamesTheEnrichmentPath) {
 }
 
 TEST_F(ShortLivedTest, RunStatisticsAgreeWithSamplesForTheLongLivedProgram) {
-  RunResult json = run({kBin + "/bpfprof", "report", "-i", g->data, "--format", "json"});
+  RunResult json = run({kBin + "/bpfprof", "report", "--instances", "-i", g->data, "--format",
+                        "json"});
   ASSERT_EQ(json.exit_code, 0) << json.err;
   const nlohmann::json j = nlohmann::json::parse(json.out);
   ASSERT_TRUE(j.contains("enrichment"));

@@ -119,7 +119,8 @@ TEST_P(SigkillTest, EveryWorkloadProgramHasItsInfo) {
 }
 
 TEST_P(SigkillTest, ReportNamesKernelFramesAndHasEveryProgramsInfo) {
-  RunResult report = run({kBin + "/bpfprof", "report", "-q", "-g", "-i", g->data, "--format", "json"});
+  RunResult report = run({kBin + "/bpfprof", "report", "-q", "-g", "--instances", "-i", g->data,
+                           "--format", "json"});
   ASSERT_EQ(report.exit_code, 0) << report.err;
   const nlohmann::json j = nlohmann::json::parse(report.out);
   EXPECT_GT(j.at("samples").get<uint64_t>(), 0u);

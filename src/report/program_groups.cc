@@ -1,0 +1,102 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "report/program_groups.h"
+
+#include <algorithm>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace bpfprof::report {
+namespace {
+
+void keep_largest(std::optional<uint32_t>& max, const std::optional<uint32_t>& v) {
+  if (v && (!max || *v > *max)) max = v;
+}
+
+// Appends the comma-separated owners of `more` that `owners` does not name yet.
+void add_owners(std::string& owners, const std::string& more) {
+  auto names = [](const std::string& list) {
+    std::vector<std::string> out;
+    for (size_t at = 0; at <= list.size();) {
+      const size_t end = std::min(list.find(',', at), list.size());
+      out.push_back(list.substr(at, end - at));
+      at = end + 1;
+    }
+    return out;
+  };
+  std::vector<std::string> have = names(owners);
+  for (std::string& n : names(more)) {
+    if (std::find(have.begin(), have.end(), n) != have.end()) continue;
+    owners += ',' + n;
+    have.push_back(std::move(n));
+  }
+}
+
+// Adds instance `p` to the group `g` holds so far.
+void merge(ProgramGroup& g, const ProgramRow& p) {
+  ProgramRow& r = g.row;
+  g.ids.push_back(p.id);
+  r.samples += p.samples;
+  r.load_ns = std::min(r.load_ns, p.load_ns);
+  if (!r.unload_ns || !p.unload_ns) {
+    r.unload_ns.reset();
+  } else {
+    r.unload_ns = std::max(*r.unload_ns, *p.unload_ns);
+  }
+  // Same tag, same code: the same functions, matched by name.
+  for (const FunctionRow& f : p.functions) {
+    auto it = std::find_if(r.functions.begin(), r.functions.end(),
+                           [&](const FunctionRow& x) { return x.name == f.name; });
+    if (it == r.functions.end()) {
+      r.functions.push_back(f);
+    } else {
+      it->samples += f.samples;
+    }
+  }
+  // Run statistics where both runs and time are known, as the table prints them.
+  if (p.run_cnt && p.run_time_ns) {
+    if (r.run_cnt && r.run_time_ns) {
+      *r.run_cnt += *p.run_cnt;
+      *r.run_time_ns += *p.run_time_ns;
+    } else {
+      r.run_cnt = p.run_cnt;
+      r.run_time_ns = p.run_time_ns;
+    }
+  }
+  add_owners(r.owner, p.owner);
+  r.owner_pids.insert(r.owner_pids.end(), p.owner_pids.begin(), p.owner_pids.end());
+  keep_largest(r.jited_len, p.jited_len);
+  keep_largest(r.xlated_len, p.xlated_len);
+  keep_largest(r.verified_insns, p.verified_insns);
+}
+
+}  // namespace
+
+std::vector<ProgramGroup> program_groups(const ReportData& data, bool instances) {
+  static const std::string kNoTag(16, '0');
+  std::vector<ProgramGroup> out;
+  std::map<std::pair<std::string, std::string>, size_t> by_code;  // (name, tag) -> out index
+  for (const ProgramRow& p : data.programs) {
+    if (!instances && p.tag != kNoTag) {
+      auto [it, added] = by_code.try_emplace({p.name, p.tag}, out.size());
+      if (!added) {
+        merge(out[it->second], p);
+        continue;
+      }
+    }
+    out.push_back(ProgramGroup{p, {p.id}});
+  }
+  for (ProgramGroup& g : out) {
+    if (g.ids.size() < 2) continue;  // an instance on its own stays as it is
+    std::sort(g.row.owner_pids.begin(), g.row.owner_pids.end());
+    g.row.owner_pids.erase(std::unique(g.row.owner_pids.begin(), g.row.owner_pids.end()),
+                           g.row.owner_pids.end());
+  }
+  std::stable_sort(out.begin(), out.end(), [](const ProgramGroup& a, const ProgramGroup& b) {
+    return a.row.samples > b.row.samples;
+  });
+  return out;
+}
+
+}  // namespace bpfprof::report
