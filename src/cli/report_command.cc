@@ -33,6 +33,8 @@ CLI::App* add_report_command(CLI::App& app, ReportFlags& f) {
   cmd->add_flag("-g,--call-graph", f.callgraph, "Callers tree below each entry");
   cmd->add_flag("--instances", f.instances,
                 "Program table: one row per program instance (default: one per name and tag)");
+  cmd->add_flag("-v,--verbose", f.verbose,
+                "Program table: JIT and translated sizes and verified instructions");
   return cmd;
 }
 
@@ -51,6 +53,7 @@ Result<report::RenderOptions> to_render_options(const ReportFlags& f) {
   o.bpf_only = f.bpf_only;
   o.callgraph = f.callgraph;
   o.instances = f.instances;
+  o.verbose = f.verbose;
   return o;
 }
 

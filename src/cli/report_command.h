@@ -22,6 +22,7 @@ struct ReportFlags : ReadFlags {
   std::string format = "text";
   bool callgraph = false;
   bool instances = false;
+  bool verbose = false;
 };
 
 struct ScriptFlags : ReadFlags {

@@ -17,6 +17,7 @@ struct RenderOptions {
   bool bpf_only = false;   // keep samples whose leaf is BPF code
   bool callgraph = false;  // callers tree below each entry
   bool instances = false;  // program table: every instance on its own row
+  bool verbose = false;    // program table: JIT and translated sizes, verified insns
 };
 
 // Callers-tree branches below this share of their entry are not printed.

@@ -203,6 +203,26 @@ TEST_F(RenderTest, ProgramTableGroupsInstancesOfTheSameCode) {
   EXPECT_FALSE(k["programs"][0].contains("ids"));
 }
 
+// -v: the stored sizes and the verifier's count per row, "-" without info.
+TEST_F(RenderTest, TextVerboseAddsSizesAndVerifiedInsns) {
+  d_.programs[0].jited_len = 312;
+  d_.programs[0].xlated_len = 480;
+  d_.programs[0].verified_insns = 1234;
+  EXPECT_EQ(render_text(d_, {}).find("JIT bytes"), std::string::npos);
+  RenderOptions o;
+  o.verbose = true;
+  const std::string text = render_text(d_, o);
+  EXPECT_NE(text.find("  Last unload  JIT bytes  Xlated bytes  Verified insns  Program / functions\n"),
+            std::string::npos) << text;
+  EXPECT_NE(text.find("  +0.200000          312           480            1234  burn\n"),
+            std::string::npos) << text;
+  EXPECT_NE(text.find("  end                  -             -               -  idle\n"),
+            std::string::npos) << text;
+  o.instances = true;
+  EXPECT_NE(render_text(d_, o).find("  Unloaded   JIT bytes  Xlated bytes  Verified insns  Program"),
+            std::string::npos) << render_text(d_, o);
+}
+
 TEST_F(RenderTest, JsonEntriesForOtherKeysAndCallers) {
   RenderOptions o;
   o.keys = {SortKey::kPid, SortKey::kSym};

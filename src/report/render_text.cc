@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The text report.
 #include <algorithm>
+#include <optional>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -92,6 +93,11 @@ std::string programs_text(const ReportData& d, const RenderOptions& o) {
                                    {"First load"},
                                    {"Last unload"}});
   }
+  if (o.verbose) {
+    columns.insert(columns.end(), {{"JIT bytes", Table::Align::kRight},
+                                   {"Xlated bytes", Table::Align::kRight},
+                                   {"Verified insns", Table::Align::kRight}});
+  }
   columns.push_back({"Program / functions"});
   const size_t width = columns.size();
   Table t(std::move(columns));
@@ -107,8 +113,14 @@ std::string programs_text(const ReportData& d, const RenderOptions& o) {
     }
     if (!o.instances) cells.push_back(std::to_string(g.ids.size()));
     cells.insert(cells.end(), {ids_text(g.ids), p.tag, relative_time(p.load_ns, d.header.start_ns),
-                               p.unload_ns ? relative_time(*p.unload_ns, d.header.start_ns) : "end",
-                               p.name});
+                               p.unload_ns ? relative_time(*p.unload_ns, d.header.start_ns) : "end"});
+    if (o.verbose) {
+      // From the stored BPF_PROG_INFO; "-" without it.
+      for (const std::optional<uint32_t>& v : {p.jited_len, p.xlated_len, p.verified_insns}) {
+        cells.push_back(v ? std::to_string(*v) : "-");
+      }
+    }
+    cells.push_back(p.name);
     t.add_row(std::move(cells));
     // A program with one function is its own function: listing it again says nothing.
     if (p.functions.size() < 2) continue;

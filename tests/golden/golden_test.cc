@@ -36,6 +36,7 @@ const GoldenFile kFiles[] = {
     {"bpf_lifecycle", "report-g.txt", {"report", "-g"}},
     {"bpf_lifecycle", "report-prog-comm.txt", {"report", "--bpf-only", "--sort", "prog,comm"}},
     {"bpf_lifecycle", "report-instances.txt", {"report", "--instances"}},
+    {"bpf_lifecycle", "report-v.txt", {"report", "-v"}},
     {"bpf_lifecycle", "script.txt", {"script"}},
     {"bpf_lifecycle", "script.jsonl", {"script", "--format", "json"}},
     {"degraded", "report.txt", {"report"}},
