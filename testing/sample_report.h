@@ -17,8 +17,8 @@ inline constexpr uint64_t kBurnAddr = 0xffffffffc0001000, kSubAddr = 0xffffffffc
 
 // One BPF program (two functions, JIT'd at known addresses), a kernel
 // caller, a user leaf, one sample without frames; 11 samples of period 100.
-inline report::ReportData make_report(uint32_t prog_id, std::string host) {
-  using namespace report;
+inline analysis::ReportData make_report(uint32_t prog_id, std::string host) {
+  using namespace analysis;
   using profile::FrameKind;
   ReportData d;
   d.header.host = std::move(host);

@@ -14,7 +14,7 @@
 
 #include "analysis/sample_frames.h"
 
-namespace bpfprof::report {
+namespace bpfprof::analysis {
 namespace {
 
 constexpr size_t kUnknownReasons = symbols::kUnknownCount;
@@ -412,4 +412,4 @@ ReportData aggregate(const Session& session, const AggregateOptions& options) {
   return data;
 }
 
-}  // namespace bpfprof::report
+}  // namespace bpfprof::analysis

@@ -9,7 +9,7 @@
 #include "analysis/session.h"
 #include "base/error.h"
 
-namespace bpfprof::report {
+namespace bpfprof::analysis {
 
 struct AggregateOptions {
   bool stacks = false;  // keep whole callchains (report -g); else leaf frames only
@@ -28,4 +28,4 @@ ReportData aggregate(const Session& session, const AggregateOptions& options);
 std::string program_owner(const symbols::Symbolizer& sym, const perfdata::Features& features,
                           const symbols::BpfProgram& prog, std::vector<uint32_t>* pids = nullptr);
 
-}  // namespace bpfprof::report
+}  // namespace bpfprof::analysis

@@ -7,7 +7,7 @@
 
 #include <fmt/format.h>
 
-namespace bpfprof::report {
+namespace bpfprof::analysis {
 namespace {
 
 std::string in_kernel_text(int err) {
@@ -70,4 +70,4 @@ void add_enrichment(const perfdata::Features& f, ReportData& data) {
   }
 }
 
-}  // namespace bpfprof::report
+}  // namespace bpfprof::analysis

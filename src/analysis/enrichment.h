@@ -7,9 +7,9 @@
 #include "analysis/report_data.h"
 #include "perfdata/features.h"
 
-namespace bpfprof::report {
+namespace bpfprof::analysis {
 
 // Fills data.enrichment and the programs' run_cnt/run_time_ns (matched by id).
 void add_enrichment(const perfdata::Features& features, ReportData& data);
 
-}  // namespace bpfprof::report
+}  // namespace bpfprof::analysis

@@ -10,7 +10,7 @@
 #include "base/byte_cursor.h"
 #include "perfdata/file_format.h"
 
-namespace bpfprof::report {
+namespace bpfprof::analysis {
 namespace {
 
 // A guessed record boundary is believed after this many plausible headers in
@@ -87,4 +87,4 @@ std::optional<Session::Pieces> Session::walk_in_parallel(uint64_t min_bytes) {
   return pieces;
 }
 
-}  // namespace bpfprof::report
+}  // namespace bpfprof::analysis

@@ -7,7 +7,7 @@
 
 #include "perfdata/file_format.h"
 
-namespace bpfprof::report {
+namespace bpfprof::analysis {
 
 Status Session::Piece::walk(uint64_t from, uint64_t to, perfdata::ReaderStats* skipped) {
   dropped = from;
@@ -116,4 +116,4 @@ perf::RecordView Session::Piece::keep(const perf::RecordView& r) {
   return copy;
 }
 
-}  // namespace bpfprof::report
+}  // namespace bpfprof::analysis

@@ -14,7 +14,7 @@
 #include "perf/records.h"
 #include "perfdata/reader.h"
 
-namespace bpfprof::report {
+namespace bpfprof::analysis {
 
 // Kernel record types up to AUX_OUTPUT_HW_ID and the user types perf 6.1
 // writes; anything else is counted as unknown (and otherwise skipped).
@@ -82,4 +82,4 @@ struct Session::Piece {
   size_t arena_used = 0, arena_size = 0;
 };
 
-}  // namespace bpfprof::report
+}  // namespace bpfprof::analysis

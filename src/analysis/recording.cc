@@ -4,7 +4,7 @@
 #include "analysis/aggregate.h"
 #include "analysis/session.h"
 
-namespace bpfprof::report {
+namespace bpfprof::analysis {
 
 void add_bpf_addresses(ReportData& data, const symbols::Symbolizer& symbolizer) {
   const std::vector<symbols::BpfProgram>& progs = symbolizer.bpf_programs();
@@ -32,4 +32,4 @@ Result<ReportData> load_recording(const std::string& path, const LoadOptions& op
   return data;
 }
 
-}  // namespace bpfprof::report
+}  // namespace bpfprof::analysis

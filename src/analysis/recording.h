@@ -11,7 +11,7 @@
 #include "base/error.h"
 #include "symbols/symbolizer.h"
 
-namespace bpfprof::report {
+namespace bpfprof::analysis {
 
 // Fills FunctionRow::addr/len of data.programs from the symbolizer's program
 // table, which aggregate() built them from (same order, same functions).
@@ -29,4 +29,4 @@ struct LoadOptions {
 // Opens `path`, runs both passes, adds the BPF addresses. The error names the file.
 Result<ReportData> load_recording(const std::string& path, const LoadOptions& options);
 
-}  // namespace bpfprof::report
+}  // namespace bpfprof::analysis

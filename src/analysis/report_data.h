@@ -10,7 +10,7 @@
 
 #include "profile/profile.h"
 
-namespace bpfprof::report {
+namespace bpfprof::analysis {
 
 // Facts about the recording for the report header. Times are event-clock ns.
 struct Header {
@@ -106,4 +106,4 @@ struct OwnerCost {
 };
 std::vector<OwnerCost> cost_by_owner(const ReportData& data);
 
-}  // namespace bpfprof::report
+}  // namespace bpfprof::analysis

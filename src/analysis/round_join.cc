@@ -4,7 +4,7 @@
 
 #include "analysis/pass1.h"
 
-namespace bpfprof::report {
+namespace bpfprof::analysis {
 
 // The pieces joined in file order. perf's ordering contract: after a
 // FINISHED_ROUND, no record older than the newest record before the
@@ -75,4 +75,4 @@ std::vector<Session::Sideband> Session::join(Pieces& pieces) {
   return sideband;
 }
 
-}  // namespace bpfprof::report
+}  // namespace bpfprof::analysis

@@ -3,7 +3,7 @@
 
 #include "analysis/session.h"
 
-namespace bpfprof::report {
+namespace bpfprof::analysis {
 
 Result<uint64_t> first_sample_time(const Session& session) {
   // Reads each sample's time at its attr's precomputed offset: no parsing,
@@ -17,4 +17,4 @@ Result<uint64_t> first_sample_time(const Session& session) {
   return first;
 }
 
-}  // namespace bpfprof::report
+}  // namespace bpfprof::analysis

@@ -9,7 +9,7 @@
 
 #include "base/error.h"
 
-namespace bpfprof::report {
+namespace bpfprof::analysis {
 
 class Session;
 
@@ -32,4 +32,4 @@ struct SampleFilter {
 // order: per-CPU buffers are drained in rounds).
 Result<uint64_t> first_sample_time(const Session& session);
 
-}  // namespace bpfprof::report
+}  // namespace bpfprof::analysis

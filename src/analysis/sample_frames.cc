@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "analysis/sample_frames.h"
 
-namespace bpfprof::report {
+namespace bpfprof::analysis {
 namespace {
 
 enum class Space { kKernel, kUser, kOther };
@@ -43,4 +43,4 @@ void symbolize_sample(const symbols::Symbolizer& symbolizer, const perf::Sample&
   }
 }
 
-}  // namespace bpfprof::report
+}  // namespace bpfprof::analysis

@@ -11,7 +11,7 @@
 #include "perf/records.h"
 #include "symbols/symbolizer.h"
 
-namespace bpfprof::report {
+namespace bpfprof::analysis {
 
 struct SymbolizedFrame {
   symbols::Frame frame;
@@ -25,4 +25,4 @@ struct SymbolizedFrame {
 void symbolize_sample(const symbols::Symbolizer& symbolizer, const perf::Sample& sample,
                       uint16_t cpumode, bool stack, std::vector<SymbolizedFrame>& out);
 
-}  // namespace bpfprof::report
+}  // namespace bpfprof::analysis

@@ -13,7 +13,7 @@
 #include "analysis/pass1.h"
 #include "perfdata/build_ids.h"
 
-namespace bpfprof::report {
+namespace bpfprof::analysis {
 namespace {
 
 // --kallsyms FILE, read whole (/proc/kallsyms has no size to stat).
@@ -203,4 +203,4 @@ void Session::drop_pages() const {
   reader_.drop_pages(reader_.data_offset(), reader_.data_offset() + reader_.data_size());
 }
 
-}  // namespace bpfprof::report
+}  // namespace bpfprof::analysis

@@ -28,7 +28,7 @@
 #include "perfdata/reader.h"
 #include "symbols/symbolizer.h"
 
-namespace bpfprof::report {
+namespace bpfprof::analysis {
 
 struct SessionOptions {
   std::string symfs;     // prefix for user ELF paths
@@ -124,4 +124,4 @@ class Session {
   std::vector<std::unique_ptr<std::byte[]>> arena_;
 };
 
-}  // namespace bpfprof::report
+}  // namespace bpfprof::analysis

@@ -9,7 +9,7 @@
 
 #include "analysis/session.h"
 
-namespace bpfprof::report {
+namespace bpfprof::analysis {
 namespace {
 
 // Below this many samples waiting at once, the round merge is used however
@@ -338,4 +338,4 @@ void WindowSamples::sort_keys() {
   }
 }
 
-}  // namespace bpfprof::report
+}  // namespace bpfprof::analysis

@@ -28,7 +28,7 @@
 #include "base/error.h"
 #include "perf/records.h"
 
-namespace bpfprof::report {
+namespace bpfprof::analysis {
 
 class Session;  // analysis/session.h (which includes this header)
 
@@ -174,4 +174,4 @@ class WindowSamples {
   std::vector<OrderedSample> out_;
 };
 
-}  // namespace bpfprof::report
+}  // namespace bpfprof::analysis

@@ -9,7 +9,7 @@
 #include <atomic>
 #include <cstdint>
 
-namespace bpfprof::report {
+namespace bpfprof::analysis {
 
 struct WalkProgress {
   // Size of the data section; set when pass 1 starts.
@@ -44,4 +44,4 @@ struct WalkProgress {
   }
 };
 
-}  // namespace bpfprof::report
+}  // namespace bpfprof::analysis

@@ -12,7 +12,7 @@
 #include "analysis/sample_frames.h"
 #include "report/render.h"
 
-namespace bpfprof::report {
+namespace bpfprof::annotate {
 namespace {
 
 using symbols::BpfProgram;
@@ -78,7 +78,7 @@ std::pair<SelectedBy, std::vector<size_t>> select(const std::vector<BpfProgram>&
 bool has_code(const BpfProgram& p) { return p.info && !p.info->jited_insns.empty(); }
 
 // Why a listing has no code: from the file's own records and sections.
-std::string why_no_code(const Session& s, const std::vector<BpfProgram>& progs,
+std::string why_no_code(const analysis::Session& s, const std::vector<BpfProgram>& progs,
                         const std::vector<size_t>& same_tag, const Listing& l) {
   for (size_t i : same_tag) {
     if (progs[i].info) {
@@ -96,8 +96,8 @@ std::string why_no_code(const Session& s, const std::vector<BpfProgram>& progs,
   if (p.unload_time) {
     return fmt::format("{} (id {}) has no stored bpf_prog_info: it was gone before enrichment "
                        "(loaded at {}, unloaded at {} s from the start, before the recorder read it)",
-                       l.name, p.id, relative_time(p.load_time, start),
-                       relative_time(*p.unload_time, start));
+                       l.name, p.id, report::relative_time(p.load_time, start),
+                       report::relative_time(*p.unload_time, start));
   }
   return fmt::format("{} (id {}) has no stored bpf_prog_info: the recording carries no "
                      "enrichment for it (not recorded by bpfprof record, or reading it failed)",
@@ -116,7 +116,7 @@ std::string_view selected_by_name(SelectedBy by) {
   return "?";
 }
 
-Result<Annotation> annotate(const Session& session, std::string_view query) {
+Result<Annotation> annotate(const analysis::Session& session, std::string_view query) {
   const symbols::Symbolizer& sym = session.symbolizer();
   const std::vector<BpfProgram>& progs = sym.bpf_programs();
   Annotation a;
@@ -211,7 +211,7 @@ Result<Annotation> annotate(const Session& session, std::string_view query) {
 
   // Samples whose leaf frame is in a selected instance, looked up exactly as
   // `report` does (leaf ip, cpumode), so per-line totals agree with it.
-  std::vector<SymbolizedFrame> frames;
+  std::vector<analysis::SymbolizedFrame> frames;
   const perfdata::FileReader& reader = session.reader();
   // Through the session: it drops the pages behind the walk and reports progress.
   Status walked = session.for_each_record([&](const perf::RecordView& r, uint64_t) {
@@ -221,7 +221,7 @@ Result<Annotation> annotate(const Session& session, std::string_view query) {
     a.total_samples++;
     auto sample = perf::Sample::parse(r, attr->layout);
     if (!sample.ok()) return;
-    symbolize_sample(sym, *sample, r.cpumode(), /*stack=*/false, frames);
+    analysis::symbolize_sample(sym, *sample, r.cpumode(), /*stack=*/false, frames);
     if (frames.empty()) return;
     const symbols::Frame& f = frames.front().frame;
     if (f.kind != symbols::FrameKind::kBpf || f.bpf_program == 0) return;
@@ -277,4 +277,4 @@ std::vector<std::string> closest_names(std::string_view query,
   return out;
 }
 
-}  // namespace bpfprof::report
+}  // namespace bpfprof::annotate

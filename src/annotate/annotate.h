@@ -19,7 +19,7 @@
 #include "base/error.h"
 #include "bpf/prog_info.h"
 
-namespace bpfprof::report {
+namespace bpfprof::annotate {
 
 // How the program was named on the command line. An id means one instance
 // (one load); a name, ksym or tag means every instance of that code (the same
@@ -81,7 +81,7 @@ struct Annotation {
 
 // Errors: kNotFound when nothing matches (the message lists the closest
 // names), kUnsupported for an architecture we cannot disassemble.
-Result<Annotation> annotate(const Session& session, std::string_view query);
+Result<Annotation> annotate(const analysis::Session& session, std::string_view query);
 
 // --- building blocks, exposed for tests ---
 
@@ -106,4 +106,4 @@ std::vector<std::string> closest_names(std::string_view query,
 std::string render_annotate_text(const Annotation& a, bool color);
 std::string render_annotate_json(const Annotation& a);
 
-}  // namespace bpfprof::report
+}  // namespace bpfprof::annotate

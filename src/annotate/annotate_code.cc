@@ -15,7 +15,7 @@
 
 #include "annotate/annotate.h"
 
-namespace bpfprof::report {
+namespace bpfprof::annotate {
 namespace {
 
 // The string section of a raw BTF blob, as the kernel returned it. Empty if
@@ -163,4 +163,4 @@ void finish_counts(AnnotatedFunction& f) {
                    [](const LineTotal& a, const LineTotal& b) { return a.samples > b.samples; });
 }
 
-}  // namespace bpfprof::report
+}  // namespace bpfprof::annotate

@@ -12,7 +12,7 @@
 #include "annotate/annotate.h"
 #include "base/percent.h"
 
-namespace bpfprof::report {
+namespace bpfprof::annotate {
 namespace {
 
 using Json = nlohmann::ordered_json;
@@ -143,4 +143,4 @@ std::string render_annotate_json(const Annotation& a) {
   return out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
-}  // namespace bpfprof::report
+}  // namespace bpfprof::annotate

@@ -13,7 +13,7 @@
 
 #include "annotate/annotate.h"
 
-namespace bpfprof::report {
+namespace bpfprof::annotate {
 namespace {
 
 uint32_t total_size(const std::vector<Insn>& insns) {
@@ -217,4 +217,4 @@ TEST(ClosestNamesTest, EditDistanceAndContainment) {
 }
 
 }  // namespace
-}  // namespace bpfprof::report
+}  // namespace bpfprof::annotate

@@ -13,7 +13,7 @@
 #error "BPFPROF_CAPSTONE_SONAME: the soname of the capstone the headers belong to (src/annotate/CMakeLists.txt)"
 #endif
 
-namespace bpfprof::report {
+namespace bpfprof::annotate {
 namespace {
 
 // capstone is loaded when the first code is disassembled, not linked: its
@@ -121,4 +121,4 @@ Result<std::vector<Insn>> disassemble(Arch arch, std::span<const uint8_t> code, 
   return out;
 }
 
-}  // namespace bpfprof::report
+}  // namespace bpfprof::annotate

@@ -14,7 +14,7 @@
 
 #include "base/error.h"
 
-namespace bpfprof::report {
+namespace bpfprof::annotate {
 
 enum class Arch : uint8_t { kX86_64, kArm64 };
 
@@ -35,4 +35,4 @@ struct Insn {
 // Errors: capstone itself cannot be opened for the architecture.
 Result<std::vector<Insn>> disassemble(Arch arch, std::span<const uint8_t> code, uint64_t address);
 
-}  // namespace bpfprof::report
+}  // namespace bpfprof::annotate

@@ -38,27 +38,27 @@ Subcommand add_annotate_subcommand(CLI::App& app) {
 int run_annotate(const AnnotateFlags& f) {
   // Only BPF leaf frames matter here: user binaries are never opened.
   ProgressMeter meter(ProgressMeter::for_stderr(f.quiet, 2), f.input);
-  auto session = report::Session::open(
-      f.input, report::SessionOptions{"", false, meter.progress(), f.kallsyms});
+  auto session = analysis::Session::open(
+      f.input, analysis::SessionOptions{"", false, meter.progress(), f.kallsyms});
   if (!session.ok()) {
     meter.stop();
     return fail("annotate", session.error());
   }
   meter.next_pass();
-  auto a = report::annotate(**session, f.program);
+  auto a = annotate::annotate(**session, f.program);
   meter.stop();
   if (!a.ok()) return fail("annotate", a.error());
   // Nothing to show at all: say why on stderr rather than print empty listings.
   if (std::all_of(a->listings.begin(), a->listings.end(),
-                  [](const report::Listing& l) { return !l.unavailable.empty(); })) {
-    for (const report::Listing& l : a->listings) {
+                  [](const annotate::Listing& l) { return !l.unavailable.empty(); })) {
+    for (const annotate::Listing& l : a->listings) {
       std::fprintf(stderr, "bpfprof annotate: %s\n", l.unavailable.c_str());
     }
     return 1;
   }
   const bool color = f.format == "text" && ::isatty(STDOUT_FILENO);
-  std::string out = f.format == "json" ? report::render_annotate_json(*a)
-                                       : report::render_annotate_text(*a, color);
+  std::string out = f.format == "json" ? annotate::render_annotate_json(*a)
+                                       : annotate::render_annotate_text(*a, color);
   if (std::fwrite(out.data(), 1, out.size(), stdout) != out.size() || std::fflush(stdout) != 0) {
     return fail("annotate", make_sys_error("writing the listing", errno));
   }

@@ -41,34 +41,36 @@ Subcommand add_diff_subcommand(CLI::App& app) {
 }
 
 int run_diff(const DiffFlags& f) {
-  report::LoadOptions o;
+  analysis::LoadOptions o;
   o.symfs = f.symfs;
   o.kallsyms = f.kallsyms;
   o.threads = f.jobs;
   o.stacks = false;  // leaf frames decide
   ProgressMeter meter(ProgressMeter::for_stderr(f.quiet, 2), f.before + " (1 of 2)");
   o.progress = meter.progress();
-  auto before = report::load_recording(f.before, o);
+  auto before = analysis::load_recording(f.before, o);
   if (!before.ok()) {
     meter.stop();
     return fail("diff", before.error());
   }
   meter.next_file(f.after + " (2 of 2)");
-  auto after = report::load_recording(f.after, o);
+  auto after = analysis::load_recording(f.after, o);
   meter.stop();
   if (!after.ok()) return fail("diff", after.error());
-  report::GateOptions gate;
+  compare::GateOptions gate;
   gate.fail_above = f.fail_above;
   gate.fail_above_ns = f.fail_above_ns;
-  report::Diff d = report::diff_reports(*before, *after, gate);
+  compare::Diff d = compare::diff_reports(*before, *after, gate);
   d.before_path = f.before;
   d.after_path = f.after;
-  std::string out = f.format == "json" ? report::render_diff_json(d) : report::render_diff_text(d);
+  std::string out =
+      f.format == "json" ? compare::render_diff_json(d) : compare::render_diff_text(d);
   Status written = write_file("-", out);
   if (!written.ok()) return fail("diff", written.error());
   if (!d.offenders.empty()) {
-    for (const report::Offender& o : d.offenders) {
-      std::fprintf(stderr, "bpfprof diff: over the limit: %s\n", report::render_offender(o).c_str());
+    for (const compare::Offender& o : d.offenders) {
+      std::fprintf(stderr, "bpfprof diff: over the limit: %s\n",
+                   compare::render_offender(o).c_str());
     }
     return 3;
   }

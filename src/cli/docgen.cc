@@ -48,7 +48,7 @@ int main(int argc, char** argv) {
   bool ok = true;
   for (const auto& page : bpfprof::cli::man_pages(*cl.app, bpfprof::build_info().version)) {
     const std::filesystem::path path = out / "man/man1" / page.name;
-    auto gz = bpfprof::report::gzip_compress(page.text);
+    auto gz = bpfprof::exporter::gzip_compress(page.text);
     if (!gz.ok()) {
       std::fprintf(stderr, "bpfprof-docgen: %s\n", gz.error().to_string().c_str());
       return 1;

@@ -118,7 +118,7 @@ TEST(DocsTest, EveryCommandHasAPageDocumentingExactlyItsFlags) {
           << "bpfprof(1) does not list " << name;
     }
     // The installed, gzipped page is the same page.
-    auto gz = report::gzip_decompress(slurp(path + ".gz"));
+    auto gz = exporter::gzip_decompress(slurp(path + ".gz"));
     ASSERT_TRUE(gz.ok()) << path << ".gz: " << gz.error().to_string();
     EXPECT_EQ(*gz, page) << path;
   }

@@ -51,7 +51,7 @@ CLI::App* add_export_command(CLI::App& app, ExportFlags& f) {
   cmd->add_option("-i,--input", f.input, "Input file (default perf.data)");
   // Not checked by CLI11: an unsupported format must list the supported ones.
   cmd->add_option("--format", f.format,
-                  "Output format: " + report::supported_export_formats() + " (default folded)");
+                  "Output format: " + exporter::supported_export_formats() + " (default folded)");
   cmd->add_option("-o,--output", f.output, "Output file (default stdout)");
   cmd->add_flag("--bpf-only", f.bpf_only, "Only stacks whose leaf frame is BPF code");
   cmd->add_option("--pid", f.pid, "Only samples of this process")->check(CLI::NonNegativeNumber);
@@ -88,7 +88,7 @@ Result<TimeRange> parse_time_range(std::string_view text) {
 
 int run_export(const ExportFlags& f) {
   // Checked before the (possibly long) read of the recording.
-  auto writer = report::export_writer(f.format);
+  auto writer = exporter::export_writer(f.format);
   if (!writer.ok()) return fail("export", writer.error());
   TimeRange range;
   if (!f.time.empty()) {
@@ -98,14 +98,14 @@ int run_export(const ExportFlags& f) {
   }
   const bool timed = range.from_s || range.to_s;  // one more walk: the first sample's time
   ProgressMeter meter(ProgressMeter::for_stderr(f.quiet, timed ? 3 : 2), f.input);
-  auto session = report::Session::open(
-      f.input, report::SessionOptions{f.symfs, true, meter.progress(), f.kallsyms});
+  auto session = analysis::Session::open(
+      f.input, analysis::SessionOptions{f.symfs, true, meter.progress(), f.kallsyms});
   if (!session.ok()) {
     meter.stop();
     return fail("export", session.error());
   }
 
-  report::AggregateOptions agg;
+  analysis::AggregateOptions agg;
   agg.stacks = true;
   agg.threads = f.jobs;
   std::string filters;
@@ -115,7 +115,7 @@ int run_export(const ExportFlags& f) {
   }
   if (timed) {
     meter.next_pass();
-    auto first = report::first_sample_time(**session);
+    auto first = analysis::first_sample_time(**session);
     if (!first.ok()) {
       meter.stop();
       return fail("export", first.error());
@@ -125,16 +125,16 @@ int run_export(const ExportFlags& f) {
     filters += fmt::format(", time {}", f.time);
   }
   meter.next_pass();
-  report::ReportData data = report::aggregate(**session, agg);
+  analysis::ReportData data = analysis::aggregate(**session, agg);
   meter.stop();
-  report::add_bpf_addresses(data, (*session)->symbolizer());  // pprof mappings
+  analysis::add_bpf_addresses(data, (*session)->symbolizer());  // pprof mappings
 
   const uint64_t shown = shown_samples(data.profile, f.bpf_only);
   if (shown == 0) {
     std::fprintf(stderr, "bpfprof export: no samples%s in %s; the output is empty\n",
                  agg.filter.active() || f.bpf_only ? " match the filters" : "", f.input.c_str());
   }
-  report::ExportOptions o;
+  exporter::ExportOptions o;
   o.bpf_only = f.bpf_only;
   o.title = f.title;
   o.subtitle = fmt::format("{}: {} samples{}{}", f.input, shown, f.bpf_only ? ", BPF leaves only" : "",

@@ -21,23 +21,23 @@ std::string input_label(const MergeFlags& f, size_t i) {
 }
 
 // Loads the i-th input; the meter shows which.
-Result<report::ReportData> load(const MergeFlags& f, size_t i, ProgressMeter& meter) {
-  report::LoadOptions o;
+Result<analysis::ReportData> load(const MergeFlags& f, size_t i, ProgressMeter& meter) {
+  analysis::LoadOptions o;
   o.symfs = f.symfs;
   o.kallsyms = f.kallsyms;
   o.threads = f.jobs;
   o.stacks = true;
   o.progress = meter.progress();
   if (i > 0) meter.next_file(input_label(f, i));
-  return report::load_recording(f.inputs[i], o);
+  return analysis::load_recording(f.inputs[i], o);
 }
 
 // pprof: recordings are added one at a time, so only one is in memory at once.
 Result<std::string> merge_pprof(const MergeFlags& f, ProgressMeter& meter) {
-  report::PprofBuilder builder(report::BpfIdentity::kTagName, f.bpf_only);
+  exporter::PprofBuilder builder(exporter::BpfIdentity::kTagName, f.bpf_only);
   for (size_t i = 0; i < f.inputs.size(); i++) {
     const std::string& path = f.inputs[i];
-    BPFPROF_ASSIGN_OR_RETURN(report::ReportData data, load(f, i, meter));
+    BPFPROF_ASSIGN_OR_RETURN(analysis::ReportData data, load(f, i, meter));
     // Recordings from one host keep one label; a file without a hostname is its own source.
     builder.add(data, data.header.host.empty() ? path : data.header.host);
   }
@@ -45,14 +45,14 @@ Result<std::string> merge_pprof(const MergeFlags& f, ProgressMeter& meter) {
 }
 
 Result<std::string> merge_folded(const MergeFlags& f, ProgressMeter& meter) {
-  std::vector<report::ReportData> all;
+  std::vector<analysis::ReportData> all;
   for (size_t i = 0; i < f.inputs.size(); i++) {
-    BPFPROF_ASSIGN_OR_RETURN(report::ReportData data, load(f, i, meter));
+    BPFPROF_ASSIGN_OR_RETURN(analysis::ReportData data, load(f, i, meter));
     all.push_back(std::move(data));
   }
-  std::vector<const report::ReportData*> views;
-  for (const report::ReportData& d : all) views.push_back(&d);
-  return report::render_folded_merged(views, f.bpf_only);
+  std::vector<const analysis::ReportData*> views;
+  for (const analysis::ReportData& d : all) views.push_back(&d);
+  return compare::render_folded_merged(views, f.bpf_only);
 }
 
 }  // namespace

@@ -53,7 +53,7 @@ class ProgressMeter {
   ProgressMeter& operator=(const ProgressMeter&) = delete;
 
   // What the Session updates (SessionOptions::progress); null when not shown.
-  report::WalkProgress* progress() { return options_.show ? &progress_ : nullptr; }
+  analysis::WalkProgress* progress() { return options_.show ? &progress_ : nullptr; }
   // The command starts another walk of the same file (pass 2, ...).
   void next_pass() { progress_.next_pass(); }
   // The command moves on to another recording (merge, diff).
@@ -66,7 +66,7 @@ class ProgressMeter {
   void draw_locked();  // mu_ held
 
   const Options options_;
-  report::WalkProgress progress_;
+  analysis::WalkProgress progress_;
   const std::chrono::steady_clock::time_point start_;
   std::mutex mu_;
   std::condition_variable cv_;

@@ -85,7 +85,7 @@ TEST_F(ProgressMeterTest, RedrawsInPlaceAndErasesOnStop) {
   ProgressMeter m(options(0ms), "f.data");
   // Drawn before the constructor returned (delay 0).
   EXPECT_EQ(written(), "\r[ reading f.data: 0.0 s ]\x1b[K");
-  report::WalkProgress* p = m.progress();
+  analysis::WalkProgress* p = m.progress();
   p->begin_file(4 * kMiB);
   p->add_bytes(kMiB);
   p->add_found(10, 0);

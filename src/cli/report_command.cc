@@ -61,22 +61,22 @@ int run_report(const ReportFlags& f) {
   auto options = to_render_options(f);
   if (!options.ok()) return fail("report", options.error());
   ProgressMeter meter(ProgressMeter::for_stderr(f.quiet, 2), f.input);
-  auto session = report::Session::open(
-      f.input, report::SessionOptions{f.symfs, true, meter.progress(), f.kallsyms});
+  auto session = analysis::Session::open(
+      f.input, analysis::SessionOptions{f.symfs, true, meter.progress(), f.kallsyms});
   if (!session.ok()) {
     meter.stop();
     return fail("report", session.error());
   }
-  report::AggregateOptions agg;
+  analysis::AggregateOptions agg;
   agg.stacks = f.callgraph;
   agg.lines = std::find(options->keys.begin(), options->keys.end(), profile::SortKey::kLine) !=
               options->keys.end();
   agg.cgroups = profile::needs_cgroups(options->keys);
   agg.threads = f.jobs;
   meter.next_pass();
-  report::ReportData data = report::aggregate(**session, agg);
+  analysis::ReportData data = analysis::aggregate(**session, agg);
   meter.stop();
-  report::add_enrichment((*session)->reader().features(), data);
+  analysis::add_enrichment((*session)->reader().features(), data);
   std::string out = f.format == "json" ? report::render_json(data, *options)
                                        : report::render_text(data, *options);
   if (std::fwrite(out.data(), 1, out.size(), stdout) != out.size() || std::fflush(stdout) != 0) {
@@ -88,14 +88,14 @@ int run_report(const ReportFlags& f) {
 int run_script(const ScriptFlags& f) {
   // Only pass 1: the second walk writes the lines as it goes.
   ProgressMeter meter(ProgressMeter::for_stderr(f.quiet, 1), f.input);
-  auto session = report::Session::open(
-      f.input, report::SessionOptions{f.symfs, true, meter.progress(), f.kallsyms});
+  auto session = analysis::Session::open(
+      f.input, analysis::SessionOptions{f.symfs, true, meter.progress(), f.kallsyms});
   meter.stop();
   if (!session.ok()) return fail("script", session.error());
-  report::ScriptOptions o;
-  o.format = f.format == "json" ? report::ScriptFormat::kJson : report::ScriptFormat::kText;
+  script::ScriptOptions o;
+  o.format = f.format == "json" ? script::ScriptFormat::kJson : script::ScriptFormat::kText;
   o.threads = f.jobs;
-  Status written = report::write_script(**session, o, stdout);
+  Status written = script::write_script(**session, o, stdout);
   if (!written.ok()) return fail("script", written.error());
   return 0;
 }

@@ -14,7 +14,7 @@
 #include "profile/group.h"
 #include "report/table.h"
 
-namespace bpfprof::report {
+namespace bpfprof::compare {
 namespace {
 
 using Key = std::pair<std::string, std::string>;  // (name, detail)
@@ -23,14 +23,14 @@ using Counts = std::map<Key, std::pair<uint64_t, uint64_t>>;  // before, after
 // Two decimals, as a JSON number.
 double round2(double v) { return std::round(v * 100.0) / 100.0; }
 
-void count_programs(const ReportData& d, bool after, Counts& out) {
-  for (const ProgramRow& p : d.programs) {
+void count_programs(const analysis::ReportData& d, bool after, Counts& out) {
+  for (const analysis::ProgramRow& p : d.programs) {
     auto& c = out[{p.name, p.tag}];
     (after ? c.second : c.first) += p.samples;
   }
 }
 
-void count_symbols(const ReportData& d, bool after, Counts& out) {
+void count_symbols(const analysis::ReportData& d, bool after, Counts& out) {
   profile::GroupOptions g;
   g.keys = {profile::SortKey::kSym};
   for (const profile::Row& r : profile::group(d.profile, g)) {
@@ -60,12 +60,12 @@ std::string plain_percent(double v) { return fmt::format("{:.2f}%", v); }
 
 std::string table_text(const std::vector<DiffEntry>& rows, const char* detail_title,
                        const char* name_title) {
-  Table t({{"Before", Table::Align::kRight},
-           {"After", Table::Align::kRight},
-           {"Delta", Table::Align::kRight},
-           {"Before%", Table::Align::kRight},
-           {"After%", Table::Align::kRight},
-           {"Delta%", Table::Align::kRight},
+  report::Table t({{"Before", report::Table::Align::kRight},
+           {"After", report::Table::Align::kRight},
+           {"Delta", report::Table::Align::kRight},
+           {"Before%", report::Table::Align::kRight},
+           {"After%", report::Table::Align::kRight},
+           {"Delta%", report::Table::Align::kRight},
            {detail_title},
            {name_title}});
   for (const DiffEntry& e : rows) {
@@ -96,7 +96,7 @@ struct Side {
   bool present = false;
   uint64_t samples = 0, runs = 0, run_ns = 0;
   bool measured = false;
-  void add(const ProgramRow& p) {
+  void add(const analysis::ProgramRow& p) {
     present = true;
     samples += p.samples;
     if (p.run_cnt && p.run_time_ns) {
@@ -107,12 +107,13 @@ struct Side {
   }
 };
 
-std::vector<Offender> find_offenders(const ReportData& before, const ReportData& after,
+std::vector<Offender> find_offenders(const analysis::ReportData& before,
+                                     const analysis::ReportData& after,
                                      const GateOptions& options) {
   // (name, tag) -> before, after; then what only one side has regroups by name.
   std::map<Key, std::pair<Side, Side>> groups;
-  for (const ProgramRow& p : before.programs) groups[{p.name, p.tag}].first.add(p);
-  for (const ProgramRow& p : after.programs) groups[{p.name, p.tag}].second.add(p);
+  for (const analysis::ProgramRow& p : before.programs) groups[{p.name, p.tag}].first.add(p);
+  for (const analysis::ProgramRow& p : after.programs) groups[{p.name, p.tag}].second.add(p);
   std::map<Key, std::pair<Side, Side>> gated;
   for (const auto& [key, sides] : groups) {
     if (sides.first.present && sides.second.present) {
@@ -120,10 +121,10 @@ std::vector<Offender> find_offenders(const ReportData& before, const ReportData&
       continue;
     }
     auto& by_name = gated[{key.first, ""}];
-    for (const ProgramRow& p : before.programs) {
+    for (const analysis::ProgramRow& p : before.programs) {
       if (p.name == key.first && p.tag == key.second) by_name.first.add(p);
     }
-    for (const ProgramRow& p : after.programs) {
+    for (const analysis::ProgramRow& p : after.programs) {
       if (p.name == key.first && p.tag == key.second) by_name.second.add(p);
     }
   }
@@ -163,7 +164,8 @@ std::string offender_text(const Offender& o) {
 
 std::string render_offender(const Offender& o) { return offender_text(o); }
 
-Diff diff_reports(const ReportData& before, const ReportData& after, const GateOptions& gate) {
+Diff diff_reports(const analysis::ReportData& before, const analysis::ReportData& after,
+                  const GateOptions& gate) {
   Diff d;
   d.before_total = before.profile.total().samples;
   d.after_total = after.profile.total().samples;
@@ -228,4 +230,4 @@ std::string render_diff_json(const Diff& d) {
   return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
-}  // namespace bpfprof::report
+}  // namespace bpfprof::compare

@@ -12,7 +12,7 @@
 
 #include "analysis/report_data.h"
 
-namespace bpfprof::report {
+namespace bpfprof::compare {
 
 struct DiffEntry {
   std::string name;    // program name, or symbol
@@ -57,7 +57,8 @@ struct Diff {
 // Leaf frames decide: a program's samples are those whose leaf is in it (all
 // instances with the same name and tag summed), a symbol's those whose leaf it is.
 // With `gate` active, also the offenders.
-Diff diff_reports(const ReportData& before, const ReportData& after, const GateOptions& gate = {});
+Diff diff_reports(const analysis::ReportData& before, const analysis::ReportData& after,
+                  const GateOptions& gate = {});
 
 std::string render_diff_text(const Diff& diff);
 // One offender on one line: "burn (tag 0011223344556677): share 10.00% -> 20.00% (+10.00 points)".
@@ -68,4 +69,4 @@ std::string render_offender(const Offender& offender);
 // gate: {fail_above, fail_above_ns, offenders: [{name, tag, measure, before, after, growth}]}.
 std::string render_diff_json(const Diff& diff);
 
-}  // namespace bpfprof::report
+}  // namespace bpfprof::compare

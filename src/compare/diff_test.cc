@@ -6,15 +6,15 @@
 
 #include "compare/merge.h"
 
-namespace bpfprof::report {
+namespace bpfprof::compare {
 namespace {
 
 using profile::FrameKind;
 
 // `burn` samples in program `id`, plus `other` samples in a kernel function.
-ReportData make(uint32_t id, int burn, int other) {
-  ReportData d;
-  d.programs.push_back(ProgramRow{id, "burn", "0011223344556677", 0, std::nullopt,
+analysis::ReportData make(uint32_t id, int burn, int other) {
+  analysis::ReportData d;
+  d.programs.push_back(analysis::ProgramRow{id, "burn", "0011223344556677", 0, std::nullopt,
                                   static_cast<uint64_t>(burn),
                                   {{"bpf_prog_0011223344556677_burn"}}});
   auto& p = d.profile;
@@ -26,13 +26,14 @@ ReportData make(uint32_t id, int burn, int other) {
 }
 
 TEST(Diff, ProgramsByNameAndTagSymbolsBySymbolAndDso) {
-  ReportData before = make(10, 10, 30), after = make(77, 30, 10);
+  analysis::ReportData before = make(10, 10, 30), after = make(77, 30, 10);
   // A second instance of the same program in the new recording counts with the first.
   after.programs.push_back(after.programs[0]);
   after.programs[1].id = 78;
   after.programs[1].samples = 5;
   // A program only in the old recording.
-  before.programs.push_back(ProgramRow{11, "gone", "ffffffffffffffff", 0, std::nullopt, 2, {}});
+  before.programs.push_back(
+      analysis::ProgramRow{11, "gone", "ffffffffffffffff", 0, std::nullopt, 2, {}});
   Diff d = diff_reports(before, after);
   EXPECT_EQ(d.before_total, 40u);
   EXPECT_EQ(d.after_total, 40u);
@@ -58,10 +59,12 @@ TEST(Diff, ProgramsByNameAndTagSymbolsBySymbolAndDso) {
 }
 
 TEST(DiffGate, ShareGrowthByNameAndTagElseByName) {
-  ReportData before = make(10, 10, 30), after = make(77, 30, 10);  // burn: 25% -> 75%
+  analysis::ReportData before = make(10, 10, 30), after = make(77, 30, 10);  // burn: 25% -> 75%
   // A rebuilt program: new tag, same name, matched by name (5% -> 12.5%).
-  before.programs.push_back(ProgramRow{11, "cni", "aaaaaaaaaaaaaaaa", 0, std::nullopt, 2, {}});
-  after.programs.push_back(ProgramRow{12, "cni", "bbbbbbbbbbbbbbbb", 0, std::nullopt, 5, {}});
+  before.programs.push_back(
+      analysis::ProgramRow{11, "cni", "aaaaaaaaaaaaaaaa", 0, std::nullopt, 2, {}});
+  after.programs.push_back(
+      analysis::ProgramRow{12, "cni", "bbbbbbbbbbbbbbbb", 0, std::nullopt, 5, {}});
   Diff d = diff_reports(before, after, GateOptions{5.0, std::nullopt});
   ASSERT_EQ(d.offenders.size(), 2u);
   EXPECT_EQ(d.offenders[0].name, "burn");
@@ -84,7 +87,7 @@ TEST(DiffGate, ShareGrowthByNameAndTagElseByName) {
 }
 
 TEST(DiffGate, NsPerRunOnlyWhereBothMeasured) {
-  ReportData before = make(10, 10, 30), after = make(77, 10, 30);
+  analysis::ReportData before = make(10, 10, 30), after = make(77, 10, 30);
   before.programs[0].run_cnt = 100;
   before.programs[0].run_time_ns = 10000;  // 100 ns per run
   after.programs[0].run_cnt = 100;
@@ -107,7 +110,7 @@ TEST(Diff, PercentsAreOfEachRecordingsOwnTotal) {
   EXPECT_EQ(d.programs[0].delta(), 10);
   EXPECT_DOUBLE_EQ(d.programs[0].delta_percent(), 0.0);
   // Empty recordings divide by nothing.
-  Diff empty = diff_reports(ReportData{}, make(2, 1, 0));
+  Diff empty = diff_reports(analysis::ReportData{}, make(2, 1, 0));
   ASSERT_EQ(empty.symbols.size(), 1u);
   EXPECT_DOUBLE_EQ(empty.symbols[0].before_percent, 0.0);
   EXPECT_DOUBLE_EQ(empty.symbols[0].after_percent, 100.0);
@@ -146,11 +149,11 @@ TEST(Diff, JsonAndText) {
 }
 
 TEST(MergeKeys, ProgramKeyIgnoresTheId) {
-  ReportData a = make(10, 1, 0), b = make(99, 1, 0);
+  analysis::ReportData a = make(10, 1, 0), b = make(99, 1, 0);
   EXPECT_EQ(program_key(a.programs[0]), program_key(b.programs[0]));
   b.programs[0].tag = "ffffffffffffffff";
   EXPECT_NE(program_key(a.programs[0]), program_key(b.programs[0]));
 }
 
 }  // namespace
-}  // namespace bpfprof::report
+}  // namespace bpfprof::compare

@@ -7,7 +7,7 @@
 
 #include "profile/group.h"
 
-namespace bpfprof::report {
+namespace bpfprof::compare {
 
 namespace {
 
@@ -27,14 +27,15 @@ void append_frame(std::string& line, const profile::Frame& f) {
 
 }  // namespace
 
-std::string program_key(const ProgramRow& program) {
+std::string program_key(const analysis::ProgramRow& program) {
   return program.name + " " + program.tag;
 }
 
-std::string render_folded_merged(std::span<const ReportData* const> recordings, bool bpf_only) {
+std::string render_folded_merged(std::span<const analysis::ReportData* const> recordings,
+                                 bool bpf_only) {
   std::map<std::string, uint64_t> stacks;
   std::string line;
-  for (const ReportData* data : recordings) {
+  for (const analysis::ReportData* data : recordings) {
     const profile::Profile& p = data->profile;
     for (const auto& [key, counts] : p.samples()) {
       if (bpf_only && !profile::is_bpf_leaf(p.leaf(key.stack))) continue;
@@ -54,4 +55,4 @@ std::string render_folded_merged(std::span<const ReportData* const> recordings, 
   return out;
 }
 
-}  // namespace bpfprof::report
+}  // namespace bpfprof::compare

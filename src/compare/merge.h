@@ -10,10 +10,10 @@
 
 #include "analysis/report_data.h"
 
-namespace bpfprof::report {
+namespace bpfprof::compare {
 
 // "name tag": the cross-recording identity of a BPF program instance.
-std::string program_key(const ProgramRow& program);
+std::string program_key(const analysis::ProgramRow& program);
 
 // Folded stacks of all recordings together: one line per distinct stack,
 // "root;...;leaf <samples>", sorted by stack, frames spelled as `bpfprof
@@ -21,7 +21,7 @@ std::string program_key(const ProgramRow& program);
 // BPF functions are named by their ksym name, which carries the tag and never
 // the id, so the same code from different hosts folds into one line. Samples
 // without frames are "[unknown]". With `bpf_only`, only stacks whose leaf is BPF code.
-std::string render_folded_merged(std::span<const ReportData* const> recordings,
+std::string render_folded_merged(std::span<const analysis::ReportData* const> recordings,
                                  bool bpf_only = false);
 
-}  // namespace bpfprof::report
+}  // namespace bpfprof::compare

@@ -6,14 +6,14 @@
 
 #include "testing/sample_report.h"
 
-namespace bpfprof::report {
+namespace bpfprof::compare {
 namespace {
 
 using bpfprof::testing::make_report;
 
 TEST(PprofMerge, FoldedStacksOfAllRecordings) {
-  ReportData a = make_report(42, "host1"), b = make_report(97, "host2");
-  const ReportData* both[] = {&a, &b};
+  analysis::ReportData a = make_report(42, "host1"), b = make_report(97, "host2");
+  const analysis::ReportData* both[] = {&a, &b};
   EXPECT_EQ(render_folded_merged(both),
             "[unknown] 2\n"
             "bpf_test_run_[k];bpf_prog_0011223344556677_burn_[bpf];"
@@ -23,4 +23,4 @@ TEST(PprofMerge, FoldedStacksOfAllRecordings) {
 }
 
 }  // namespace
-}  // namespace bpfprof::report
+}  // namespace bpfprof::compare

@@ -10,29 +10,29 @@
 #include "export/folded.h"
 #include "export/pprof.h"
 
-namespace bpfprof::report {
+namespace bpfprof::exporter {
 namespace {
 
-FlameTree tree_of(const ReportData& data, const ExportOptions& o) {
+FlameTree tree_of(const analysis::ReportData& data, const ExportOptions& o) {
   return FlameTree::build(data.profile, FlameOptions{o.bpf_only});
 }
 
-Result<std::string> write_folded(const ReportData& data, const ExportOptions& o) {
+Result<std::string> write_folded(const analysis::ReportData& data, const ExportOptions& o) {
   return render_folded(tree_of(data, o));
 }
 
-Result<std::string> write_json(const ReportData& data, const ExportOptions& o) {
+Result<std::string> write_json(const analysis::ReportData& data, const ExportOptions& o) {
   return render_flame_json(tree_of(data, o));
 }
 
-Result<std::string> write_svg(const ReportData& data, const ExportOptions& o) {
+Result<std::string> write_svg(const analysis::ReportData& data, const ExportOptions& o) {
   SvgOptions svg;
   svg.title = o.title;
   svg.subtitle = o.subtitle;
   return render_svg(tree_of(data, o), svg);
 }
 
-Result<std::string> write_html(const ReportData& data, const ExportOptions& o) {
+Result<std::string> write_html(const analysis::ReportData& data, const ExportOptions& o) {
   return render_html(tree_of(data, o), HtmlOptions{o.title, o.subtitle});
 }
 
@@ -43,8 +43,8 @@ const std::map<std::string, ExportWriter, std::less<>>& export_writers() {
       {"folded", write_folded},
       {"html", write_html},
       {"json", write_json},
-      {"pprof",
-       [](const ReportData& d, const ExportOptions& o) { return render_pprof(d, o.bpf_only); }},
+      {"pprof", [](const analysis::ReportData& d,
+                   const ExportOptions& o) { return render_pprof(d, o.bpf_only); }},
       {"svg", write_svg},
   };
   return writers;
@@ -70,10 +70,10 @@ Result<const ExportWriter*> export_writer(std::string_view format) {
   return &it->second;
 }
 
-Result<std::string> export_profile(std::string_view format, const ReportData& data,
+Result<std::string> export_profile(std::string_view format, const analysis::ReportData& data,
                                    const ExportOptions& options) {
   BPFPROF_ASSIGN_OR_RETURN(const ExportWriter* writer, export_writer(format));
   return (*writer)(data, options);
 }
 
-}  // namespace bpfprof::report
+}  // namespace bpfprof::exporter

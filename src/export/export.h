@@ -13,7 +13,7 @@
 #include "analysis/report_data.h"
 #include "base/error.h"
 
-namespace bpfprof::report {
+namespace bpfprof::exporter {
 
 struct ExportOptions {
   bool bpf_only = false;  // stacks whose leaf is BPF code (program or trampoline)
@@ -21,7 +21,8 @@ struct ExportOptions {
   std::string subtitle;   // one line under the title of SVG/HTML (input, samples, filters)
 };
 
-using ExportWriter = std::function<Result<std::string>(const ReportData&, const ExportOptions&)>;
+using ExportWriter =
+    std::function<Result<std::string>(const analysis::ReportData&, const ExportOptions&)>;
 
 // Every supported format, by name.
 const std::map<std::string, ExportWriter, std::less<>>& export_writers();
@@ -34,7 +35,7 @@ std::string supported_export_formats();
 Result<const ExportWriter*> export_writer(std::string_view format);
 
 // Writes `data` in `format` (errors as export_writer's, or the writer's).
-Result<std::string> export_profile(std::string_view format, const ReportData& data,
+Result<std::string> export_profile(std::string_view format, const analysis::ReportData& data,
                                    const ExportOptions& options);
 
-}  // namespace bpfprof::report
+}  // namespace bpfprof::exporter

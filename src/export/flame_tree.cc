@@ -6,7 +6,7 @@
 
 #include "profile/group.h"
 
-namespace bpfprof::report {
+namespace bpfprof::exporter {
 namespace {
 
 using profile::FrameKind;
@@ -83,4 +83,4 @@ std::string folded_frame(const FlameNode& node) {
   return s;
 }
 
-}  // namespace bpfprof::report
+}  // namespace bpfprof::exporter

@@ -12,7 +12,7 @@
 
 #include "profile/profile.h"
 
-namespace bpfprof::report {
+namespace bpfprof::exporter {
 
 struct FlameNode {
   std::string_view name;  // the frame's symbol; "all" for the root
@@ -52,4 +52,4 @@ std::string_view kind_name(profile::FrameKind kind);
 // ';' and line breaks, which would split the line, become '_'.
 std::string folded_frame(const FlameNode& node);
 
-}  // namespace bpfprof::report
+}  // namespace bpfprof::exporter

@@ -8,7 +8,7 @@
 #include "export/flamegraph_assets.h"
 #include "export/flamegraph_svg.h"
 
-namespace bpfprof::report {
+namespace bpfprof::exporter {
 namespace {
 
 using profile::FrameKind;
@@ -58,4 +58,4 @@ std::string render_html(const FlameTree& tree, const HtmlOptions& options) {
   return out;
 }
 
-}  // namespace bpfprof::report
+}  // namespace bpfprof::exporter

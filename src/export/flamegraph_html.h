@@ -9,7 +9,7 @@
 
 #include "export/flame_tree.h"
 
-namespace bpfprof::report {
+namespace bpfprof::exporter {
 
 struct HtmlOptions {
   std::string title = "bpfprof flame graph";
@@ -18,4 +18,4 @@ struct HtmlOptions {
 
 std::string render_html(const FlameTree& tree, const HtmlOptions& options);
 
-}  // namespace bpfprof::report
+}  // namespace bpfprof::exporter

@@ -3,7 +3,7 @@
 
 #include <nlohmann/json.hpp>
 
-namespace bpfprof::report {
+namespace bpfprof::exporter {
 namespace {
 
 nlohmann::ordered_json to_json(const FlameTree& tree, uint32_t id) {
@@ -26,4 +26,4 @@ std::string render_flame_json(const FlameTree& tree) {
   return to_json(tree, 0).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
-}  // namespace bpfprof::report
+}  // namespace bpfprof::exporter

@@ -7,8 +7,8 @@
 
 #include "export/flame_tree.h"
 
-namespace bpfprof::report {
+namespace bpfprof::exporter {
 
 std::string render_flame_json(const FlameTree& tree);
 
-}  // namespace bpfprof::report
+}  // namespace bpfprof::exporter

@@ -8,7 +8,7 @@
 #include "export/flamegraph_assets.h"
 #include "report/table.h"
 
-namespace bpfprof::report {
+namespace bpfprof::exporter {
 namespace {
 
 using profile::FrameKind;
@@ -103,7 +103,7 @@ struct Layout {
                    "fill=\"rgb({},{},{})\" rx=\"2\"/>"
                    "<text x=\"{:.2f}\" y=\"{:.0f}\">{}</text></g>\n",
                    id == 0 ? "root" : kind_name(n.kind), x, n.samples, n.depth, xml_text(n.name),
-                   n.samples, percent(n.samples, tree.total()), px, y, w, kFrameHeight - 1,
+                   n.samples, report::percent(n.samples, tree.total()), px, y, w, kFrameHeight - 1,
                    fill.r, fill.g, fill.b, px + kTextInset, y + kFrameHeight - 4,
                    fit_label(n.name, w));
     for (uint32_t c : n.children) {
@@ -203,4 +203,4 @@ std::string render_svg(const FlameTree& tree, const SvgOptions& o) {
   return out;
 }
 
-}  // namespace bpfprof::report
+}  // namespace bpfprof::exporter

@@ -13,7 +13,7 @@
 
 #include "export/flame_tree.h"
 
-namespace bpfprof::report {
+namespace bpfprof::exporter {
 
 struct SvgOptions {
   std::string title = "bpfprof flame graph";
@@ -44,4 +44,4 @@ std::string render_svg(const FlameTree& tree, const SvgOptions& options);
 // characters escaped, control bytes and invalid UTF-8 replaced by '?'.
 std::string xml_text(std::string_view s);
 
-}  // namespace bpfprof::report
+}  // namespace bpfprof::exporter

@@ -20,7 +20,7 @@
 #include "export/folded.h"
 #include "testing/subprocess.h"
 
-namespace bpfprof::report {
+namespace bpfprof::exporter {
 namespace {
 
 using profile::FrameKind;
@@ -92,7 +92,7 @@ class FlameTest : public ::testing::Test {
   FlameTree tree(bool bpf_only = false) const {
     return FlameTree::build(data_.profile, FlameOptions{bpf_only});
   }
-  ReportData data_;
+  analysis::ReportData data_;
 };
 
 TEST_F(FlameTest, FoldedLinesRootFirstWithKindSuffixes) {
@@ -108,7 +108,7 @@ TEST_F(FlameTest, FoldedLinesRootFirstWithKindSuffixes) {
 }
 
 TEST_F(FlameTest, FoldedReplacesSeparatorsAndCountsEmptyStacks) {
-  ReportData d;
+  analysis::ReportData d;
   auto odd = d.profile.add_frame({"a;b\nc", "m.ko", "", FrameKind::kModule});
   d.profile.add_sample(d.profile.add_stack({odd}), {1, 1, "x"}, 1, 1);
   d.profile.add_sample(d.profile.add_stack({}), {1, 1, "x"}, 1, 1);
@@ -249,4 +249,4 @@ TEST_F(FlameTest, FormatMapWritesEachFormatAndListsThemOnError) {
 }
 
 }  // namespace
-}  // namespace bpfprof::report
+}  // namespace bpfprof::exporter

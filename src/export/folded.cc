@@ -5,7 +5,7 @@
 
 #include <fmt/format.h>
 
-namespace bpfprof::report {
+namespace bpfprof::exporter {
 namespace {
 
 // Two nodes may fold to the same line (one symbol as kernel and as module
@@ -34,4 +34,4 @@ std::string render_folded(const FlameTree& tree) {
   return out;
 }
 
-}  // namespace bpfprof::report
+}  // namespace bpfprof::exporter

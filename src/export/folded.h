@@ -8,8 +8,8 @@
 
 #include "export/flame_tree.h"
 
-namespace bpfprof::report {
+namespace bpfprof::exporter {
 
 std::string render_folded(const FlameTree& tree);
 
-}  // namespace bpfprof::report
+}  // namespace bpfprof::exporter

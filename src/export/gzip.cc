@@ -3,7 +3,7 @@
 
 #include <zlib.h>
 
-namespace bpfprof::report {
+namespace bpfprof::exporter {
 namespace {
 
 // zlib's windowBits: 15 (32 KiB window) + 16 selects gzip framing on output;
@@ -68,4 +68,4 @@ Result<std::string> gzip_decompress(std::string_view data) {
   return out;
 }
 
-}  // namespace bpfprof::report
+}  // namespace bpfprof::exporter

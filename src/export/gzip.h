@@ -8,10 +8,10 @@
 
 #include "base/error.h"
 
-namespace bpfprof::report {
+namespace bpfprof::exporter {
 
 Result<std::string> gzip_compress(std::string_view data);
 // Accepts gzip (and, for robustness, zlib) framing; kBadRecord if corrupt.
 Result<std::string> gzip_decompress(std::string_view data);
 
-}  // namespace bpfprof::report
+}  // namespace bpfprof::exporter

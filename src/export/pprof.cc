@@ -19,7 +19,7 @@
 #include "profile/group.h"
 #include "proto/profile.pb.h"
 
-namespace bpfprof::report {
+namespace bpfprof::exporter {
 namespace {
 
 namespace pb = perftools::profiles;
@@ -31,7 +31,7 @@ struct PeriodType {
   bool operator==(const PeriodType&) const = default;
 };
 
-PeriodType period_type(const Header& h) {
+PeriodType period_type(const analysis::Header& h) {
   for (const std::string& event : h.events) {
     std::string_view name(event);
     name = name.substr(0, name.find(':'));  // "cpu-clock:u" -> "cpu-clock"
@@ -54,9 +54,9 @@ std::pair<std::string_view, int64_t> split_line(std::string_view line) {
 }
 
 // [start, limit) over the program's functions; 0, 0 when no address is known.
-std::pair<uint64_t, uint64_t> jit_range(const ProgramRow& prog) {
+std::pair<uint64_t, uint64_t> jit_range(const analysis::ProgramRow& prog) {
   uint64_t lo = std::numeric_limits<uint64_t>::max(), hi = 0;
-  for (const FunctionRow& f : prog.functions) {
+  for (const analysis::FunctionRow& f : prog.functions) {
     if (f.addr == 0) continue;
     lo = std::min(lo, f.addr);
     hi = std::max(hi, f.addr + f.len);
@@ -136,13 +136,13 @@ struct PprofBuilder::Impl {
     return id;
   }
 
-  uint64_t location(const profile::Frame& frame, const ReportData& data, size_t source) {
+  uint64_t location(const profile::Frame& frame, const analysis::ReportData& data, size_t source) {
     const bool bpf = frame.kind == FrameKind::kBpf && frame.bpf_program != 0 &&
                      frame.bpf_program <= data.programs.size();
     uint64_t mapping_id = 0, address = 0;
     if (bpf) {
       const size_t index = frame.bpf_program - 1;
-      const ProgramRow& prog = data.programs[index];
+      const analysis::ProgramRow& prog = data.programs[index];
       std::string key = "bpf";
       uint64_t start = 0, limit = 0;
       if (identity == BpfIdentity::kInstance) {
@@ -200,10 +200,10 @@ struct PprofBuilder::Impl {
     l.set_num(value);
   }
 
-  void add(const ReportData& data, std::string_view host);
+  void add(const analysis::ReportData& data, std::string_view host);
 };
 
-void PprofBuilder::Impl::add(const ReportData& data, std::string_view host) {
+void PprofBuilder::Impl::add(const analysis::ReportData& data, std::string_view host) {
   const size_t source = sources++;
   const profile::Profile& prof = data.profile;
   PeriodType type = period_type(data.header);
@@ -235,7 +235,7 @@ void PprofBuilder::Impl::add(const ReportData& data, std::string_view host) {
     labels.clear();
     if (leaf != nullptr && leaf->kind == FrameKind::kBpf && leaf->bpf_program != 0 &&
         leaf->bpf_program <= data.programs.size()) {
-      const ProgramRow& prog = data.programs[leaf->bpf_program - 1];
+      const analysis::ProgramRow& prog = data.programs[leaf->bpf_program - 1];
       if (identity == BpfIdentity::kInstance) {
         str_label(labels, "bpf_prog_id", std::to_string(prog.id));
       }
@@ -268,7 +268,7 @@ void PprofBuilder::Impl::add(const ReportData& data, std::string_view host) {
     total_period += counts.period;
   }
   if (total_samples != 0) p.set_period(static_cast<int64_t>(total_period / total_samples));
-  const Header& h = data.header;
+  const analysis::Header& h = data.header;
   const auto duration = static_cast<int64_t>(h.duration_ns());
   p.set_duration_nanos(std::max<int64_t>(p.duration_nanos(), duration));
   p.add_comment(str(fmt::format("bpfprof: host {} kernel {} arch {} events {} samples {} lost {}",
@@ -288,7 +288,9 @@ PprofBuilder::PprofBuilder(BpfIdentity identity, bool bpf_only) : impl_(std::mak
 
 PprofBuilder::~PprofBuilder() = default;
 
-void PprofBuilder::add(const ReportData& data, std::string_view host) { impl_->add(data, host); }
+void PprofBuilder::add(const analysis::ReportData& data, std::string_view host) {
+  impl_->add(data, host);
+}
 
 std::string PprofBuilder::serialize() const {
   std::string out;
@@ -298,18 +300,18 @@ std::string PprofBuilder::serialize() const {
 
 Result<std::string> PprofBuilder::encode() const { return gzip_compress(serialize()); }
 
-Result<std::string> render_pprof(const ReportData& data, bool bpf_only) {
+Result<std::string> render_pprof(const analysis::ReportData& data, bool bpf_only) {
   PprofBuilder b(BpfIdentity::kInstance, bpf_only);
   b.add(data);
   return b.encode();
 }
 
-Status write_pprof(const ReportData& data, const std::string& path) {
+Status write_pprof(const analysis::ReportData& data, const std::string& path) {
   BPFPROF_ASSIGN_OR_RETURN(std::string bytes, render_pprof(data));
   return write_file(path, bytes);
 }
 
-Status write_pprof(const ReportData& data, std::FILE* out) {
+Status write_pprof(const analysis::ReportData& data, std::FILE* out) {
   BPFPROF_ASSIGN_OR_RETURN(std::string bytes, render_pprof(data));
   if (std::fwrite(bytes.data(), 1, bytes.size(), out) != bytes.size() || std::fflush(out) != 0) {
     return make_sys_error("writing the pprof profile", errno);
@@ -317,4 +319,4 @@ Status write_pprof(const ReportData& data, std::FILE* out) {
   return ok_status();
 }
 
-}  // namespace bpfprof::report
+}  // namespace bpfprof::exporter

@@ -21,7 +21,7 @@
 #include "analysis/report_data.h"
 #include "base/error.h"
 
-namespace bpfprof::report {
+namespace bpfprof::exporter {
 
 // How BPF frames are told apart.
 enum class BpfIdentity : uint8_t {
@@ -43,7 +43,7 @@ class PprofBuilder {
   // locations their addresses; under kTagName both stay 0, since addresses of
   // different hosts mean nothing together. `host`, when not empty, labels
   // every sample of this recording.
-  void add(const ReportData& data, std::string_view host = {});
+  void add(const analysis::ReportData& data, std::string_view host = {});
 
   // The profile.proto bytes, uncompressed.
   std::string serialize() const;
@@ -57,8 +57,8 @@ class PprofBuilder {
 
 // One recording, per program instance, gzip-compressed: the file's bytes, or
 // written to `path` ("-" = stdout) or an open file.
-Result<std::string> render_pprof(const ReportData& data, bool bpf_only = false);
-Status write_pprof(const ReportData& data, const std::string& path);
-Status write_pprof(const ReportData& data, std::FILE* out);
+Result<std::string> render_pprof(const analysis::ReportData& data, bool bpf_only = false);
+Status write_pprof(const analysis::ReportData& data, const std::string& path);
+Status write_pprof(const analysis::ReportData& data, std::FILE* out);
 
-}  // namespace bpfprof::report
+}  // namespace bpfprof::exporter

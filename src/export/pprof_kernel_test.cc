@@ -55,7 +55,7 @@ std::string read_file(const std::string& path) {
 
 pb::Profile decode_file(const std::string& path) {
   pb::Profile p;
-  auto raw = report::gzip_decompress(read_file(path));
+  auto raw = exporter::gzip_decompress(read_file(path));
   EXPECT_TRUE(raw.ok()) << path << ": " << raw.error().to_string();
   if (raw.ok()) {
     EXPECT_TRUE(p.ParseFromString(*raw)) << path;
@@ -146,11 +146,11 @@ class PprofKernelTest : public ::testing::Test {
   static const std::string& exported() {
     static std::string path;
     if (!path.empty()) return path;
-    auto data = report::load_recording(g->runs[0].data, report::LoadOptions{});
+    auto data = analysis::load_recording(g->runs[0].data, analysis::LoadOptions{});
     EXPECT_TRUE(data.ok()) << data.error().to_string();
     if (!data.ok()) return path;
     path = g->dir.file("rec0.pb.gz");
-    Status written = report::write_pprof(*data, path);
+    Status written = exporter::write_pprof(*data, path);
     EXPECT_TRUE(written.ok()) << written.error().to_string();
     return path;
   }

@@ -11,7 +11,7 @@
 #include "proto/profile.pb.h"
 #include "testing/sample_report.h"
 
-namespace bpfprof::report {
+namespace bpfprof::exporter {
 namespace {
 
 namespace pb = perftools::profiles;
@@ -90,7 +90,7 @@ TEST(Pprof, StringTableSampleTypesAndTotals) {
 }
 
 TEST(Pprof, CyclesAreCountedNotTime) {
-  ReportData d = make_report(42, "box");
+  analysis::ReportData d = make_report(42, "box");
   d.header.events = {"cycles", "dummy:u"};
   pb::Profile p = decode(render_pprof(d));
   View v{p};
@@ -182,7 +182,7 @@ TEST(Pprof, BpfOnlyKeepsBpfLeaves) {
 
 // Two hosts ran the same program (same tag and name) under different ids.
 TEST(PprofMerge, SameTagAndNameIsOneProgram) {
-  ReportData a = make_report(42, "host1"), b = make_report(97, "host2");
+  analysis::ReportData a = make_report(42, "host1"), b = make_report(97, "host2");
   PprofBuilder merged(BpfIdentity::kTagName);
   merged.add(a, "host1");
   merged.add(b, "host2");
@@ -223,7 +223,7 @@ TEST(PprofMerge, SameTagAndNameIsOneProgram) {
 }
 
 TEST(PprofMerge, DifferentTagIsAnotherProgram) {
-  ReportData a = make_report(42, "h"), b = make_report(42, "h");
+  analysis::ReportData a = make_report(42, "h"), b = make_report(42, "h");
   b.programs[0].tag = "8899aabbccddeeff";
   PprofBuilder merged(BpfIdentity::kTagName);
   merged.add(a);
@@ -250,4 +250,4 @@ TEST(Gzip, RoundTripAndTruncation) {
 }
 
 }  // namespace
-}  // namespace bpfprof::report
+}  // namespace bpfprof::exporter

@@ -19,10 +19,20 @@ class EnrichmentRenderTest : public ::testing::Test {
   void SetUp() override {
     d_.header.start_ns = 1'000'000'000;
     d_.header.end_ns = 2'000'000'000;
-    d_.programs.push_back(ProgramRow{42, "burn", "0011223344556677", 1'100'000'000, 1'900'000'000, 6,
-                                     {{"bpf_prog_0011223344556677_burn", 6}}});
-    d_.programs.push_back(ProgramRow{43, "short", "8899aabbccddeeff", 1'200'000'000, 1'200'500'000,
-                                     0, {{"bpf_prog_8899aabbccddeeff_short", 0}}});
+    d_.programs.push_back(analysis::ProgramRow{42,
+                                               "burn",
+                                               "0011223344556677",
+                                               1'100'000'000,
+                                               1'900'000'000,
+                                               6,
+                                               {{"bpf_prog_0011223344556677_burn", 6}}});
+    d_.programs.push_back(analysis::ProgramRow{43,
+                                               "short",
+                                               "8899aabbccddeeff",
+                                               1'200'000'000,
+                                               1'200'500'000,
+                                               0,
+                                               {{"bpf_prog_8899aabbccddeeff_short", 0}}});
     perfdata::EnrichmentSection e;
     e.sched = perfdata::EnricherSched::kFifo;
     e.in_kernel_errno = EPERM;
@@ -40,12 +50,12 @@ class EnrichmentRenderTest : public ::testing::Test {
                   {43, ProgramRunStats::kLoadedDuring, 1'200'020'000, 0, 0, 1'200'020'000, 0, 0}};
     f_.run_stats = s;
   }
-  ReportData d_;
+  analysis::ReportData d_;
   perfdata::Features f_;
 };
 
 TEST_F(EnrichmentRenderTest, HeaderSaysPathAndCountsWithoutStatsColumns) {
-  add_enrichment(f_, d_);
+  analysis::add_enrichment(f_, d_);
   const std::string text = render_text(d_, {});
   EXPECT_NE(text.find("# enrichment: user-space enricher (SCHED_FIFO), 2 of 3 programs stored, 1 "
                       "gone before enrichment; in-kernel path refused (EPERM)\n"),
@@ -71,7 +81,7 @@ TEST_F(EnrichmentRenderTest, InKernelCapturePath) {
   e.programs = {{42, EnrichedProgramEntry::kStored | EnrichedProgramEntry::kCaptured, 1'100'000'000, 0, 0},
                 {43, EnrichedProgramEntry::kStored | EnrichedProgramEntry::kCaptured, 1'200'000'000, 0, 0},
                 {44, EnrichedProgramEntry::kGone | EnrichedProgramEntry::kById, 1'300'000'000, 1'400'000'000, 0}};
-  add_enrichment(f_, d_);
+  analysis::add_enrichment(f_, d_);
   std::string text = render_text(d_, {});
   EXPECT_NE(text.find("# enrichment: in-kernel capture at load, 2 of 3 programs stored (2 captured "
                       "at load, 0 enriched by id), 1 gone before enrichment; no reference held\n"),
@@ -89,7 +99,7 @@ TEST_F(EnrichmentRenderTest, InKernelCapturePath) {
                    1'200'010'000, 30'000};
   e.capture_lost = 5;
   d_.enrichment.reset();
-  add_enrichment(f_, d_);
+  analysis::add_enrichment(f_, d_);
   text = render_text(d_, {});
   EXPECT_NE(text.find("(1 captured at load, 1 enriched by id), 1 gone before enrichment, capture "
                       "ring full 5 times; references held up to 30 \u00b5s\n"),
@@ -102,7 +112,7 @@ TEST_F(EnrichmentRenderTest, UserSpacePathSaysWhyCaptureDidNotRun) {
   perfdata::EnrichmentSection& e = *f_.enrichment;
   e.version = 2;
   e.capture_refused = "loading the capture programs: Operation not permitted";
-  add_enrichment(f_, d_);
+  analysis::add_enrichment(f_, d_);
   const std::string text = render_text(d_, {});
   EXPECT_NE(text.find("# enrichment: user-space enricher (SCHED_FIFO), 2 of 3 programs stored, 1 "
                       "gone before enrichment; in-kernel capture not used: loading the capture "
@@ -116,7 +126,7 @@ TEST_F(EnrichmentRenderTest, UserSpacePathSaysWhyCaptureDidNotRun) {
 
 TEST_F(EnrichmentRenderTest, RunStatisticsBesideTheSampledShare) {
   with_stats();
-  add_enrichment(f_, d_);
+  analysis::add_enrichment(f_, d_);
   const std::string text = render_text(d_, {});
   EXPECT_NE(text.find("# bpf stats: on"), std::string::npos) << text;
   EXPECT_NE(text.find("Runs  Run ms  ns/run"), std::string::npos) << text;
@@ -133,7 +143,7 @@ TEST_F(EnrichmentRenderTest, RunStatisticsBesideTheSampledShare) {
 }
 
 TEST_F(EnrichmentRenderTest, PerfFilesHaveNeither) {
-  add_enrichment(perfdata::Features{}, d_);
+  analysis::add_enrichment(perfdata::Features{}, d_);
   EXPECT_FALSE(d_.enrichment.has_value());
   EXPECT_EQ(render_text(d_, {}).find("# enrichment"), std::string::npos);
   EXPECT_FALSE(nlohmann::json::parse(render_json(d_, {})).contains("enrichment"));

@@ -34,8 +34,8 @@ void add_owners(std::string& owners, const std::string& more) {
 }
 
 // Adds instance `p` to the group `g` holds so far.
-void merge(ProgramGroup& g, const ProgramRow& p) {
-  ProgramRow& r = g.row;
+void merge(ProgramGroup& g, const analysis::ProgramRow& p) {
+  analysis::ProgramRow& r = g.row;
   g.ids.push_back(p.id);
   r.samples += p.samples;
   r.load_ns = std::min(r.load_ns, p.load_ns);
@@ -45,9 +45,9 @@ void merge(ProgramGroup& g, const ProgramRow& p) {
     r.unload_ns = std::max(*r.unload_ns, *p.unload_ns);
   }
   // Same tag, same code: the same functions, matched by name.
-  for (const FunctionRow& f : p.functions) {
+  for (const analysis::FunctionRow& f : p.functions) {
     auto it = std::find_if(r.functions.begin(), r.functions.end(),
-                           [&](const FunctionRow& x) { return x.name == f.name; });
+                           [&](const analysis::FunctionRow& x) { return x.name == f.name; });
     if (it == r.functions.end()) {
       r.functions.push_back(f);
     } else {
@@ -73,11 +73,11 @@ void merge(ProgramGroup& g, const ProgramRow& p) {
 
 }  // namespace
 
-std::vector<ProgramGroup> program_groups(const ReportData& data, bool instances) {
+std::vector<ProgramGroup> program_groups(const analysis::ReportData& data, bool instances) {
   static const std::string kNoTag(16, '0');
   std::vector<ProgramGroup> out;
   std::map<std::pair<std::string, std::string>, size_t> by_code;  // (name, tag) -> out index
-  for (const ProgramRow& p : data.programs) {
+  for (const analysis::ProgramRow& p : data.programs) {
     if (!instances && p.tag != kNoTag) {
       auto [it, added] = by_code.try_emplace({p.name, p.tag}, out.size());
       if (!added) {

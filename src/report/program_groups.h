@@ -21,12 +21,12 @@ namespace bpfprof::report {
 // one whose tag is all zeros (no kernel writes that) stays a row of its own,
 // since a name alone (cut at 15 bytes) does not tell one code from another.
 struct ProgramGroup {
-  ProgramRow row;
+  analysis::ProgramRow row;
   std::vector<uint32_t> ids;  // every instance's id, in load order
 };
 
 // Rows sorted by samples, most first; ties keep the first instance's order.
 // With `instances`, one row per instance (ids holds its own id).
-std::vector<ProgramGroup> program_groups(const ReportData& data, bool instances);
+std::vector<ProgramGroup> program_groups(const analysis::ReportData& data, bool instances);
 
 }  // namespace bpfprof::report

@@ -23,8 +23,8 @@ struct RenderOptions {
 // Callers-tree branches below this share of their entry are not printed.
 inline constexpr double kCallerPercentLimit = 0.5;
 
-std::string render_text(const ReportData& data, const RenderOptions& options);
-std::string render_json(const ReportData& data, const RenderOptions& options);
+std::string render_text(const analysis::ReportData& data, const RenderOptions& options);
+std::string render_json(const analysis::ReportData& data, const RenderOptions& options);
 
 // Time `t` relative to the recording's start, as "+S.ssssss" ("start" for 0:
 // loaded before recording began).

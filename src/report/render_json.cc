@@ -27,13 +27,13 @@ Json tree_json(const profile::CallNode& node, uint64_t entry_samples) {
   return children;
 }
 
-Json programs_json(const ReportData& d, bool instances) {
+Json programs_json(const analysis::ReportData& d, bool instances) {
   const uint64_t total = d.profile.total().samples;
   Json out = Json::array();
   for (const ProgramGroup& g : program_groups(d, instances)) {
-    const ProgramRow& p = g.row;
+    const analysis::ProgramRow& p = g.row;
     Json functions = Json::array();
-    for (const FunctionRow& f : p.functions) {
+    for (const analysis::FunctionRow& f : p.functions) {
       functions.push_back(Json{{"name", f.name}, {"samples", f.samples}});
     }
     Json row;
@@ -67,12 +67,12 @@ Json programs_json(const ReportData& d, bool instances) {
 }
 
 // Rows of `keys`; each row names its key values by key name.
-Json rows_json(const ReportData& d, const RenderOptions& o, std::vector<SortKey> keys,
+Json rows_json(const analysis::ReportData& d, const RenderOptions& o, std::vector<SortKey> keys,
                bool symbols_shape) {
   profile::GroupOptions g;
   g.keys = keys;
-  g.program_names = program_names(d);
-  g.program_owners = program_owners(d);
+  g.program_names = analysis::program_names(d);
+  g.program_owners = analysis::program_owners(d);
   g.bpf_only = o.bpf_only;
   g.with_stacks = o.callgraph;
   const uint64_t total = d.profile.total().samples;
@@ -102,8 +102,8 @@ Json rows_json(const ReportData& d, const RenderOptions& o, std::vector<SortKey>
 
 }  // namespace
 
-std::string render_json(const ReportData& d, const RenderOptions& o) {
-  const Header& h = d.header;
+std::string render_json(const analysis::ReportData& d, const RenderOptions& o) {
+  const analysis::Header& h = d.header;
   Json j;
   j["host"] = h.host;
   j["kernel"] = h.kernel;
@@ -120,7 +120,7 @@ std::string render_json(const ReportData& d, const RenderOptions& o) {
   j["throttled"] = h.throttled;
   j["bpf_only"] = o.bpf_only;
   if (d.enrichment) {
-    const EnrichmentSummary& e = *d.enrichment;
+    const analysis::EnrichmentSummary& e = *d.enrichment;
     j["enrichment"] = Json{{"path", e.path},
                            {"in_kernel", e.in_kernel},
                            {"in_kernel_errno", e.in_kernel_errno},
@@ -136,7 +136,7 @@ std::string render_json(const ReportData& d, const RenderOptions& o) {
                            {"bpf_stats", e.bpf_stats}};
   }
   Json owners = Json::array();
-  for (const OwnerCost& c : cost_by_owner(d)) {
+  for (const analysis::OwnerCost& c : analysis::cost_by_owner(d)) {
     owners.push_back(Json{{"owner", c.owner},
                           {"samples", c.samples},
                           {"percent", percent_of_rounded(c.samples, d.profile.total().samples)},

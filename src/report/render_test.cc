@@ -25,10 +25,15 @@ class RenderTest : public ::testing::Test {
     d_.header.end_ns = 1'500'000'000;
     d_.header.lost = 3;
     d_.header.throttled = 1;
-    d_.programs.push_back(ProgramRow{42, "burn", "0011223344556677", 1'100'000'000, 1'200'000'000,
-                                     6, {{"bpf_prog_0011223344556677_burn", 4},
-                                         {"bpf_prog_0011223344556677_sub", 2}}});
-    d_.programs.push_back(ProgramRow{7, "idle", "8899aabbccddeeff", 0, std::nullopt, 0,
+    d_.programs.push_back(analysis::ProgramRow{
+        42,
+        "burn",
+        "0011223344556677",
+        1'100'000'000,
+        1'200'000'000,
+        6,
+        {{"bpf_prog_0011223344556677_burn", 4}, {"bpf_prog_0011223344556677_sub", 2}}});
+    d_.programs.push_back(analysis::ProgramRow{7, "idle", "8899aabbccddeeff", 0, std::nullopt, 0,
                                      {{"bpf_prog_8899aabbccddeeff_idle", 0}}});
     auto& p = d_.profile;
     auto burn = p.add_frame({"bpf_prog_0011223344556677_burn", "[bpf]", "", FrameKind::kBpf, 1, 0});
@@ -41,7 +46,7 @@ class RenderTest : public ::testing::Test {
     p.declare("records_unknown_type");
     p.count("sideband_out_of_order", 2);
   }
-  ReportData d_;
+  analysis::ReportData d_;
 };
 
 TEST(Table, AlignsColumnsWithoutTrailingBlanks) {
@@ -134,15 +139,15 @@ TEST_F(RenderTest, JsonSchema) {
 // per function) and run statistics summed, first load, last unload, owners
 // merged, the largest sizes. `--instances` prints them as before, one each.
 TEST_F(RenderTest, ProgramTableGroupsInstancesOfTheSameCode) {
-  d_.enrichment = EnrichmentSummary{};
+  d_.enrichment = analysis::EnrichmentSummary{};
   d_.enrichment->bpf_stats = true;
-  ProgramRow& first = d_.programs[0];
+  analysis::ProgramRow& first = d_.programs[0];
   first.owner = "loader[5]";
   first.owner_pids = {5};
   first.run_cnt = 10;
   first.run_time_ns = 1000;
   first.jited_len = 100;
-  ProgramRow again = first;
+  analysis::ProgramRow again = first;
   again.id = 50;
   again.load_ns = 1'300'000'000;
   again.unload_ns = std::nullopt;  // still loaded: the group's last unload is the end
@@ -155,8 +160,10 @@ TEST_F(RenderTest, ProgramTableGroupsInstancesOfTheSameCode) {
   again.jited_len = 120;
   d_.programs.push_back(again);
   // A zero tag tells no code apart: its row stays its own.
-  d_.programs.push_back(ProgramRow{60, "anon", std::string(16, '0'), 0, std::nullopt, 0, {}});
-  d_.programs.push_back(ProgramRow{61, "anon", std::string(16, '0'), 0, std::nullopt, 0, {}});
+  d_.programs.push_back(
+      analysis::ProgramRow{60, "anon", std::string(16, '0'), 0, std::nullopt, 0, {}});
+  d_.programs.push_back(
+      analysis::ProgramRow{61, "anon", std::string(16, '0'), 0, std::nullopt, 0, {}});
 
   const std::string text = render_text(d_, {});
   EXPECT_NE(text.find("        9   90.00%    40   0.006     150     2  42-50  0011223344556677  "

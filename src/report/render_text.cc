@@ -18,7 +18,7 @@ using profile::SortKey;
 
 // "# enrichment: user-space enricher (SCHED_FIFO), 118 of 120 programs
 // stored, 2 gone before enrichment" and, with run statistics, a line saying so.
-std::string enrichment_text(const EnrichmentSummary& e) {
+std::string enrichment_text(const analysis::EnrichmentSummary& e) {
   std::string out;
   if (!e.path.empty() && e.in_kernel == "used") {
     out += fmt::format("# enrichment: {}, {} of {} programs stored ({} captured at load, {} "
@@ -43,8 +43,8 @@ std::string enrichment_text(const EnrichmentSummary& e) {
   return out;
 }
 
-std::string header_text(const ReportData& d) {
-  const Header& h = d.header;
+std::string header_text(const analysis::ReportData& d) {
+  const analysis::Header& h = d.header;
   std::string out = "# bpfprof report\n";
   out += fmt::format("# host: {}  kernel: {}  arch: {}\n", h.host.empty() ? "?" : h.host,
                      h.kernel.empty() ? "?" : h.kernel, h.arch.empty() ? "?" : h.arch);
@@ -64,13 +64,13 @@ std::string ids_text(const std::vector<uint32_t>& ids) {
   return ids.size() == 1 ? std::to_string(*lo) : fmt::format("{}-{}", *lo, *hi);
 }
 
-std::string programs_text(const ReportData& d, const RenderOptions& o) {
+std::string programs_text(const analysis::ReportData& d, const RenderOptions& o) {
   std::string out = "#\n# BPF programs: samples whose leaf frame is in the program, "
                     "percent of all samples\n";
   if (d.programs.empty()) return out + "# (no BPF programs in this recording)\n";
   // Who pays: every owner's BPF samples in one line.
   std::vector<std::string> owners;
-  for (const OwnerCost& c : cost_by_owner(d)) {
+  for (const analysis::OwnerCost& c : analysis::cost_by_owner(d)) {
     owners.push_back(fmt::format("{} {} ({})", c.owner, percent(c.samples, d.profile.total().samples),
                                  c.samples));
   }
@@ -103,7 +103,7 @@ std::string programs_text(const ReportData& d, const RenderOptions& o) {
   Table t(std::move(columns));
   const uint64_t total = d.profile.total().samples;
   for (const ProgramGroup& g : program_groups(d, o.instances)) {
-    const ProgramRow& p = g.row;
+    const analysis::ProgramRow& p = g.row;
     std::vector<std::string> cells{std::to_string(p.samples), percent(p.samples, total)};
     if (stats) {
       const bool known = p.run_cnt && p.run_time_ns;
@@ -124,7 +124,7 @@ std::string programs_text(const ReportData& d, const RenderOptions& o) {
     t.add_row(std::move(cells));
     // A program with one function is its own function: listing it again says nothing.
     if (p.functions.size() < 2) continue;
-    for (const FunctionRow& f : p.functions) {
+    for (const analysis::FunctionRow& f : p.functions) {
       std::vector<std::string> row(width);
       row.front() = std::to_string(f.samples);
       row.back() = "  " + f.name;
@@ -143,11 +143,11 @@ void tree_lines(const profile::CallNode& node, uint64_t entry_samples, int depth
   }
 }
 
-std::string entries_text(const ReportData& d, const RenderOptions& o) {
+std::string entries_text(const analysis::ReportData& d, const RenderOptions& o) {
   profile::GroupOptions g;
   g.keys = o.keys;
-  g.program_names = program_names(d);
-  g.program_owners = program_owners(d);
+  g.program_names = analysis::program_names(d);
+  g.program_owners = analysis::program_owners(d);
   g.bpf_only = o.bpf_only;
   g.with_stacks = o.callgraph;
   std::vector<profile::Row> rows = profile::group(d.profile, g);
@@ -188,7 +188,7 @@ std::string entries_text(const ReportData& d, const RenderOptions& o) {
   return title + t.render();
 }
 
-std::string diagnostics_text(const ReportData& d) {
+std::string diagnostics_text(const analysis::ReportData& d) {
   std::string out = "#\n# diagnostics:";
   size_t width = out.size() - 2;
   for (const auto& [name, value] : d.profile.counters()) {
@@ -213,7 +213,7 @@ std::string relative_time(uint64_t t, uint64_t start_ns) {
   return fmt::format("{:+.6f}", s);
 }
 
-std::string render_text(const ReportData& data, const RenderOptions& options) {
+std::string render_text(const analysis::ReportData& data, const RenderOptions& options) {
   return header_text(data) + programs_text(data, options) + entries_text(data, options) +
          diagnostics_text(data);
 }

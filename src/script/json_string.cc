@@ -3,10 +3,10 @@
 
 #include <nlohmann/json.hpp>
 
-namespace bpfprof::report {
+namespace bpfprof::script {
 
 std::string JsonString::escape(std::string_view s) {
   return nlohmann::json(s).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
-}  // namespace bpfprof::report
+}  // namespace bpfprof::script

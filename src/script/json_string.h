@@ -9,7 +9,7 @@
 
 #include "script/text_buffer.h"
 
-namespace bpfprof::report {
+namespace bpfprof::script {
 
 // A JSON string as nlohmann::json dumps it. The common case (printable ASCII,
 // nothing to escape) is copied; anything else goes through the library.
@@ -28,9 +28,9 @@ class JsonString {
   // Bytes put() writes at most.
   size_t size() const { return escaped_.empty() ? plain_.size() + 2 : escaped_.size(); }
   char* put(char* p) const {
-    if (!escaped_.empty()) return report::put(p, escaped_);
+    if (!escaped_.empty()) return script::put(p, escaped_);
     *p++ = '"';
-    p = report::put(p, plain_);
+    p = script::put(p, plain_);
     *p++ = '"';
     return p;
   }
@@ -43,4 +43,4 @@ class JsonString {
   std::string escaped_;  // empty when plain
 };
 
-}  // namespace bpfprof::report
+}  // namespace bpfprof::script

@@ -12,7 +12,7 @@
 #include "analysis/aggregate.h"
 #include "script/json_string.h"
 
-namespace bpfprof::report {
+namespace bpfprof::script {
 namespace {
 
 // A line reserves kLineFixed bytes for its fixed text and numbers plus its
@@ -52,9 +52,9 @@ char* put_tail(char* p, uint64_t ip, const symbols::Frame& leaf) {
 
 }  // namespace
 
-void format_sample(const Session& session, const OrderedSample& ref, ScriptFormat format,
-                   LineScratch& scratch, TextBuffer& out) {
-  std::vector<SymbolizedFrame>& frames = scratch.frames;
+void format_sample(const analysis::Session& session, const analysis::OrderedSample& ref,
+                   ScriptFormat format, LineScratch& scratch, TextBuffer& out) {
+  std::vector<analysis::SymbolizedFrame>& frames = scratch.frames;
   perf::Sample& parsed = scratch.parsed;
   if (!perf::Sample::parse_fast(ref.record, *ref.layout, parsed)) {
     auto full = perf::Sample::parse(ref.record, *ref.layout);
@@ -72,7 +72,7 @@ void format_sample(const Session& session, const OrderedSample& ref, ScriptForma
   const symbols::Symbolizer& sym = session.symbolizer();
   if (format == ScriptFormat::kJson) {
     const std::string_view comm = sym.comm(sample->pid, sample->tid, sample->time);
-    symbolize_sample(sym, *sample, ref.record.cpumode(), false, frames);
+    analysis::symbolize_sample(sym, *sample, ref.record.cpumode(), false, frames);
     const symbols::Frame& leaf = frames.empty() ? kNoFrame : frames.front().frame;
     const uint64_t ip = frames.empty() ? sample->ip : frames.front().ip;
     const uint64_t off = offset_known(leaf, ip) ? ip - leaf.symbol_start : 0;
@@ -90,7 +90,7 @@ void format_sample(const Session& session, const OrderedSample& ref, ScriptForma
       std::vector<std::string>& owners = scratch.owners;
       if (owners.size() < leaf.bpf_program) owners.resize(sym.bpf_programs().size());
       std::string& owner = owners[leaf.bpf_program - 1];
-      if (owner.empty()) owner = program_owner(sym, session.reader().features(), *prog);
+      if (owner.empty()) owner = analysis::program_owner(sym, session.reader().features(), *prog);
       owner_json.emplace(owner);
       if (sample->cgroup != 0) {
         const std::string_view path = sym.cgroup_path(sample->cgroup);
@@ -174,7 +174,7 @@ void format_sample(const Session& session, const OrderedSample& ref, ScriptForma
       tail->size = 0;
     }
   } else {
-    symbolize_sample(sym, *sample, ref.record.cpumode(), false, frames);
+    analysis::symbolize_sample(sym, *sample, ref.record.cpumode(), false, frames);
     if (!frames.empty()) {
       leaf = &frames.front().frame;
       ip = frames.front().ip;
@@ -232,4 +232,4 @@ void format_sample(const Session& session, const OrderedSample& ref, ScriptForma
   out.commit(p);
 }
 
-}  // namespace bpfprof::report
+}  // namespace bpfprof::script

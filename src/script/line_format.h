@@ -16,12 +16,12 @@
 #include "script/script.h"
 #include "script/text_buffer.h"
 
-namespace bpfprof::report {
+namespace bpfprof::script {
 
 // A formatting thread's state from line to line. Consecutive samples mostly
 // repeat their thread and second, so the text of those fields is kept.
 struct LineScratch {
-  std::vector<SymbolizedFrame> frames;
+  std::vector<analysis::SymbolizedFrame> frames;
   perf::Sample parsed;
   // "{comm:>16} {pid:>7}/{tid:<7} [{cpu:03}] " as last written on each CPU
   // (time order interleaves the CPUs), for that pid, tid and cpu, while the
@@ -54,7 +54,7 @@ struct LineScratch {
 };
 
 // Appends the line of the sample `ref` to `out`.
-void format_sample(const Session& session, const OrderedSample& ref, ScriptFormat format,
-                   LineScratch& scratch, TextBuffer& out);
+void format_sample(const analysis::Session& session, const analysis::OrderedSample& ref,
+                   ScriptFormat format, LineScratch& scratch, TextBuffer& out);
 
-}  // namespace bpfprof::report
+}  // namespace bpfprof::script

@@ -18,7 +18,7 @@
 #include "script/text_buffer.h"
 #include "script/worker_threads.h"
 
-namespace bpfprof::report {
+namespace bpfprof::script {
 namespace {
 
 // Samples per batch: the unit the walk hands to the formatting threads.
@@ -38,7 +38,8 @@ constexpr uint64_t kMinWindowBytes = 1 << 20, kMaxWindowBytes = 8 << 20;
 // capacity from batch to batch.
 class BatchPipeline {
  public:
-  BatchPipeline(const Session& session, ScriptFormat format, std::FILE* out, unsigned workers)
+  BatchPipeline(const analysis::Session& session, ScriptFormat format, std::FILE* out,
+                unsigned workers)
       : session_(session),
         format_(format),
         out_(out),
@@ -47,14 +48,14 @@ class BatchPipeline {
 
   // Copies the batch (its views end with the walk's callback) into the next
   // slot, after writing what that slot held.
-  Status submit(std::span<const OrderedSample> batch);
+  Status submit(std::span<const analysis::OrderedSample> batch);
   // Writes every batch still in flight, in order.
   Status finish();
 
  private:
   struct Slot {
-    RecordStore bytes;
-    std::vector<OrderedSample> samples;
+    analysis::RecordStore bytes;
+    std::vector<analysis::OrderedSample> samples;
     std::vector<TextBuffer> texts;   // one per part
     size_t parts = 0;                // parts of samples handed out; 0 = slot empty
     size_t parts_done = 0;           // guarded by workers_.mutex()
@@ -75,7 +76,7 @@ class BatchPipeline {
   // Waits for the slot's parts, writes their text and empties the slot.
   Status drain(Slot& slot);
 
-  const Session& session_;
+  const analysis::Session& session_;
   const ScriptFormat format_;
   std::FILE* const out_;
   std::vector<Slot> slots_;
@@ -84,17 +85,17 @@ class BatchPipeline {
   WorkerThreads workers_;
 };
 
-Status BatchPipeline::submit(std::span<const OrderedSample> batch) {
+Status BatchPipeline::submit(std::span<const analysis::OrderedSample> batch) {
   if (batch.empty()) return ok_status();
   Slot& slot = slots_[next_];
   next_ = (next_ + 1) % slots_.size();
   BPFPROF_TRY(drain(slot));
   slot.bytes.clear();
   slot.samples.clear();
-  for (const OrderedSample& s : batch) slot.bytes.append(s.record.bytes);
+  for (const analysis::OrderedSample& s : batch) slot.bytes.append(s.record.bytes);
   size_t at = 0;
-  for (const OrderedSample& s : batch) {
-    OrderedSample copy = s;
+  for (const analysis::OrderedSample& s : batch) {
+    analysis::OrderedSample copy = s;
     copy.record.bytes = Bytes(slot.bytes.at(at), s.record.bytes.size());
     at += s.record.bytes.size();
     slot.samples.push_back(copy);
@@ -168,8 +169,8 @@ void BatchPipeline::work() {
 // few windows whatever the size of the file.
 class WindowPipeline {
  public:
-  WindowPipeline(const Session& session, ScriptFormat format, std::FILE* out,
-                 std::vector<TimeWindow> windows, unsigned workers)
+  WindowPipeline(const analysis::Session& session, ScriptFormat format, std::FILE* out,
+                 std::vector<analysis::TimeWindow> windows, unsigned workers)
       : session_(session),
         format_(format),
         out_(out),
@@ -190,10 +191,10 @@ class WindowPipeline {
 
   void work();
 
-  const Session& session_;
+  const analysis::Session& session_;
   const ScriptFormat format_;
   std::FILE* const out_;
-  const std::vector<TimeWindow> windows_;
+  const std::vector<analysis::TimeWindow> windows_;
   std::vector<Slot> slots_;  // window k uses slot k % size
   size_t next_ = 0;     // the window a worker takes next; guarded by workers_.mutex()
   size_t written_ = 0;  // windows written; guarded by workers_.mutex()
@@ -228,7 +229,7 @@ Status WindowPipeline::run() {
 }
 
 void WindowPipeline::work() {
-  WindowSamples samples;
+  analysis::WindowSamples samples;
   LineScratch scratch;
   for (;;) {
     size_t k;
@@ -245,7 +246,7 @@ void WindowPipeline::work() {
     slot.text.clear();
     slot.status = samples.collect(session_, windows_[k]);
     if (slot.status.ok()) {
-      for (const OrderedSample& s : samples.samples()) {
+      for (const analysis::OrderedSample& s : samples.samples()) {
         format_sample(session_, s, format_, scratch, slot.text);
       }
     }
@@ -259,20 +260,21 @@ void WindowPipeline::work() {
 
 }  // namespace
 
-Status write_script(const Session& session, const ScriptOptions& options, std::FILE* out) {
+Status write_script(const analysis::Session& session, const ScriptOptions& options,
+                    std::FILE* out) {
   const unsigned threads = options.threads ? options.threads
                                            : std::max(1u, std::thread::hardware_concurrency());
   const uint64_t window_bytes =
       std::clamp(session.reader().data_size() / kWindowsPerFile, kMinWindowBytes, kMaxWindowBytes);
-  std::vector<TimeWindow> windows = plan_time_windows(session, window_bytes);
+  std::vector<analysis::TimeWindow> windows = analysis::plan_time_windows(session, window_bytes);
   Status written = ok_status();
   if (!windows.empty()) {
     written = WindowPipeline(session, options.format, out, std::move(windows), threads).run();
   } else {
     BatchPipeline pipeline(session, options.format, out, threads);
-    written = for_each_in_time_order(session, kBatch, [&](std::span<const OrderedSample> batch) {
-      return pipeline.submit(batch);
-    });
+    written = analysis::for_each_in_time_order(
+        session, kBatch,
+        [&](std::span<const analysis::OrderedSample> batch) { return pipeline.submit(batch); });
     if (written.ok()) written = pipeline.finish();
   }
   if (!written.ok()) return written;
@@ -280,4 +282,4 @@ Status write_script(const Session& session, const ScriptOptions& options, std::F
   return ok_status();
 }
 
-}  // namespace bpfprof::report
+}  // namespace bpfprof::script

@@ -9,7 +9,7 @@
 #include "analysis/session.h"
 #include "base/error.h"
 
-namespace bpfprof::report {
+namespace bpfprof::script {
 
 enum class ScriptFormat { kText, kJson };
 
@@ -19,6 +19,6 @@ struct ScriptOptions {
 };
 
 // Writes every sample of `session` to `out`. Errors only when writing fails.
-Status write_script(const Session& session, const ScriptOptions& options, std::FILE* out);
+Status write_script(const analysis::Session& session, const ScriptOptions& options, std::FILE* out);
 
-}  // namespace bpfprof::report
+}  // namespace bpfprof::script

@@ -12,7 +12,7 @@
 #include <memory>
 #include <string_view>
 
-namespace bpfprof::report {
+namespace bpfprof::script {
 
 // Text of many lines, written through a raw pointer: a line reserves room
 // for its longest form, writes its fields with plain stores and commits what
@@ -179,4 +179,4 @@ inline uint64_t hex_digits8(uint32_t x) {
   for (int i = 0; i < 4; i++) std::memcpy(dst + 16 * i, src + 16 * i, 16);
 }
 
-}  // namespace bpfprof::report
+}  // namespace bpfprof::script

@@ -23,7 +23,7 @@
 #include "testing/record_builder.h"
 #include "testing/subprocess.h"
 
-namespace bpfprof::report {
+namespace bpfprof::script {
 namespace {
 
 using bpfprof::testing::ByteVec;
@@ -50,7 +50,7 @@ struct GenRecord {
 std::vector<GenRecord> generate(uint32_t seed, size_t rounds, size_t max_per_round, uint64_t spread,
                                 size_t cpus = 0) {
   std::mt19937 rng(seed);
-  RoundClock clock;
+  analysis::RoundClock clock;
   std::vector<GenRecord> out;
   for (size_t r = 0; r < rounds; r++) {
     const size_t n = std::uniform_int_distribution<size_t>(0, max_per_round)(rng);
@@ -87,18 +87,18 @@ std::vector<GenRecord> generate(uint32_t seed, size_t rounds, size_t max_per_rou
 // What pass 1 records for `records` laid out one byte each: round marks with
 // the clock's limits, and each sample's (offset, time).
 struct Layout {
-  std::vector<RoundMark> rounds;
+  std::vector<analysis::RoundMark> rounds;
   std::vector<std::pair<uint64_t, uint64_t>> samples;  // (offset, time)
   uint64_t end = 0;
 };
 
 Layout lay_out(const std::vector<GenRecord>& records) {
   Layout l;
-  RoundClock clock;
+  analysis::RoundClock clock;
   for (const GenRecord& g : records) {
     const uint64_t at = l.end++;
     if (g.round_end) {
-      l.rounds.push_back(RoundMark{at, clock.end_round()});
+      l.rounds.push_back(analysis::RoundMark{at, clock.end_round()});
       continue;
     }
     clock.saw(g.time);
@@ -108,13 +108,13 @@ Layout lay_out(const std::vector<GenRecord>& records) {
 }
 
 // Checks the shape of a plan over data [0, end).
-void expect_consecutive(const std::vector<TimeWindow>& windows, uint64_t end) {
+void expect_consecutive(const std::vector<analysis::TimeWindow>& windows, uint64_t end) {
   ASSERT_FALSE(windows.empty());
   EXPECT_EQ(windows.front().first_time, 0u);
   EXPECT_EQ(windows.back().last_time, kNoLimit);
   uint64_t progress = 0;
   for (size_t k = 0; k < windows.size(); k++) {
-    const TimeWindow& w = windows[k];
+    const analysis::TimeWindow& w = windows[k];
     EXPECT_LE(w.first_time, w.last_time) << "window " << k;
     EXPECT_LE(w.begin, w.end) << "window " << k;
     EXPECT_LE(w.end, end) << "window " << k;
@@ -128,7 +128,7 @@ void expect_consecutive(const std::vector<TimeWindow>& windows, uint64_t end) {
 }
 
 TEST(ScriptTimeWindows, NoRoundsIsOneWindowOverEverything) {
-  const auto windows = plan_time_windows({}, 100, 5000, 10);
+  const auto windows = analysis::plan_time_windows({}, 100, 5000, 10);
   ASSERT_EQ(windows.size(), 1u);
   EXPECT_EQ(windows[0].first_time, 0u);
   EXPECT_EQ(windows[0].last_time, kNoLimit);
@@ -140,8 +140,9 @@ TEST(ScriptTimeWindows, NoRoundsIsOneWindowOverEverything) {
 TEST(ScriptTimeWindows, CutsOnlyBetweenDifferentLimits) {
   // Limits 0 0 50 50 50 90: with a tiny target every round could cut, but
   // equal limits separate nothing.
-  const std::vector<RoundMark> rounds = {{10, 0}, {20, 0}, {30, 50}, {40, 50}, {50, 50}, {60, 90}};
-  const auto windows = plan_time_windows(rounds, 0, 70, 1);
+  const std::vector<analysis::RoundMark> rounds = {{10, 0},  {20, 0},  {30, 50},
+                                                   {40, 50}, {50, 50}, {60, 90}};
+  const auto windows = analysis::plan_time_windows(rounds, 0, 70, 1);
   expect_consecutive(windows, 70);
   ASSERT_EQ(windows.size(), 4u);
   EXPECT_EQ(windows[0].last_time, 0u);
@@ -158,10 +159,11 @@ TEST(ScriptTimeWindows, CutsOnlyBetweenDifferentLimits) {
 }
 
 // Every sample of `l` lies in the bytes of the window of its time.
-void expect_samples_in_their_windows(const Layout& l, const std::vector<TimeWindow>& windows,
+void expect_samples_in_their_windows(const Layout& l,
+                                     const std::vector<analysis::TimeWindow>& windows,
                                      const std::string& what) {
   for (const auto& [at, time] : l.samples) {
-    auto w = std::find_if(windows.begin(), windows.end(), [&](const TimeWindow& w) {
+    auto w = std::find_if(windows.begin(), windows.end(), [&](const analysis::TimeWindow& w) {
       return w.first_time <= time && time <= w.last_time;
     });
     ASSERT_NE(w, windows.end()) << what << " time " << time;
@@ -174,7 +176,7 @@ TEST(ScriptTimeWindows, EverySampleLiesInItsWindowsBytes) {
   for (uint32_t seed = 1; seed <= 20; seed++) {
     const Layout l = lay_out(generate(seed, 300, 12, 6));
     for (uint64_t target : {uint64_t{1}, uint64_t{7}, uint64_t{40}, uint64_t{1} << 40}) {
-      const auto windows = plan_time_windows(l.rounds, 0, l.end, target);
+      const auto windows = analysis::plan_time_windows(l.rounds, 0, l.end, target);
       expect_consecutive(windows, l.end);
       if (target == 1) {
         EXPECT_GT(windows.size(), 100u);
@@ -190,18 +192,19 @@ TEST(ScriptTimeWindows, NarrowedWindowsStillHoldEverySample) {
   for (uint32_t seed = 1; seed <= 20; seed++) {
     const Layout l = lay_out(generate(seed, 300, 12, 6));
     // Each segment's sample times, as pass 1 finds them.
-    std::vector<SampleOrder::SampleSpan> spans(l.rounds.size() + 1);
+    std::vector<analysis::SampleOrder::SampleSpan> spans(l.rounds.size() + 1);
     for (const auto& [at, time] : l.samples) {
-      const auto it = std::upper_bound(l.rounds.begin(), l.rounds.end(), at,
-                                       [](uint64_t v, const RoundMark& m) { return v < m.offset; });
-      SampleOrder::SampleSpan& s = spans[static_cast<size_t>(it - l.rounds.begin())];
+      const auto it =
+          std::upper_bound(l.rounds.begin(), l.rounds.end(), at,
+                           [](uint64_t v, const analysis::RoundMark& m) { return v < m.offset; });
+      analysis::SampleOrder::SampleSpan& s = spans[static_cast<size_t>(it - l.rounds.begin())];
       s.min = std::min(s.min, time);
       s.max = std::max(s.max, time);
     }
     for (uint64_t target : {uint64_t{1}, uint64_t{7}, uint64_t{40}}) {
-      const auto planned = plan_time_windows(l.rounds, 0, l.end, target);
+      const auto planned = analysis::plan_time_windows(l.rounds, 0, l.end, target);
       auto windows = planned;
-      narrow_time_windows(windows, l.rounds, spans, 0, l.end);
+      analysis::narrow_time_windows(windows, l.rounds, spans, 0, l.end);
       ASSERT_EQ(windows.size(), planned.size());
       for (size_t k = 0; k < windows.size(); k++) {
         EXPECT_GE(windows[k].begin, planned[k].begin);
@@ -256,14 +259,14 @@ void write_recording(const std::string& path, const std::vector<GenRecord>& reco
   ASSERT_TRUE(w->close(perfdata::Features{}).ok());
 }
 
-std::unique_ptr<Session> open_session(const std::string& path) {
-  auto s = Session::open(path, SessionOptions{"", false, nullptr});
+std::unique_ptr<analysis::Session> open_session(const std::string& path) {
+  auto s = analysis::Session::open(path, analysis::SessionOptions{"", false, nullptr});
   EXPECT_TRUE(s.ok()) << s.error().to_string();
   return s.ok() ? std::move(s).value() : nullptr;
 }
 
 // Offsets of the samples in a stable sort by time of the file-order walk.
-std::vector<uint64_t> stable_sorted_offsets(const Session& session) {
+std::vector<uint64_t> stable_sorted_offsets(const analysis::Session& session) {
   std::vector<std::pair<uint64_t, uint64_t>> samples;  // (time, offset)
   EXPECT_TRUE(session
                   .for_each_sample(0, session.chunk_count(),
@@ -290,7 +293,7 @@ TEST_F(ScriptTimeWindowsFile, PassOneRecordsEveryRoundWithItsLimit) {
   auto session = open_session(path);
   ASSERT_TRUE(session);
   const Layout l = lay_out(records);
-  const std::vector<RoundMark>& rounds = session->sample_order().rounds;
+  const std::vector<analysis::RoundMark>& rounds = session->sample_order().rounds;
   ASSERT_EQ(rounds.size(), l.rounds.size());
   for (size_t i = 0; i < rounds.size(); i++) {
     EXPECT_EQ(rounds[i].limit, l.rounds[i].limit) << "round " << i;
@@ -313,25 +316,30 @@ TEST_F(ScriptTimeWindowsFile, CollectedWindowsAreAStableSortByTime) {
     const std::vector<uint64_t> expected = stable_sorted_offsets(*session);
     ASSERT_GT(expected.size(), 1000u);
     for (uint64_t target : {uint64_t{1}, uint64_t{500}, uint64_t{4000}, uint64_t{1} << 40}) {
-      const std::vector<TimeWindow> windows = plan_time_windows(*session, target);
+      const std::vector<analysis::TimeWindow> windows =
+          analysis::plan_time_windows(*session, target);
       ASSERT_FALSE(windows.empty());
       if (target == 1) {
         EXPECT_GT(windows.size(), 50u);
       }
-      WindowSamples samples;
+      analysis::WindowSamples samples;
       std::vector<uint64_t> got;
-      for (const TimeWindow& w : windows) {
+      for (const analysis::TimeWindow& w : windows) {
         ASSERT_TRUE(samples.collect(*session, w).ok());
-        for (const OrderedSample& s : samples.samples()) got.push_back(s.record.offset);
+        for (const analysis::OrderedSample& s : samples.samples()) got.push_back(s.record.offset);
       }
       EXPECT_EQ(got, expected) << "seed " << seed << " target " << target;
     }
     // The round merge (compressed files) gives the same order.
     std::vector<uint64_t> merged;
-    ASSERT_TRUE(for_each_in_time_order(*session, 100, [&](std::span<const OrderedSample> batch) {
-                  for (const OrderedSample& s : batch) merged.push_back(s.record.offset);
-                  return ok_status();
-                }).ok());
+    ASSERT_TRUE(
+        analysis::for_each_in_time_order(*session, 100,
+                                         [&](std::span<const analysis::OrderedSample> batch) {
+                                           for (const analysis::OrderedSample& s : batch)
+                                             merged.push_back(s.record.offset);
+                                           return ok_status();
+                                         })
+            .ok());
     EXPECT_EQ(merged, expected) << "seed " << seed;
   }
 }
@@ -345,7 +353,7 @@ TEST_F(ScriptTimeWindowsFile, BrokenContractHasNoWindows) {
   auto session = open_session(path);
   ASSERT_TRUE(session);
   EXPECT_FALSE(session->sample_order().by_rounds);
-  EXPECT_TRUE(plan_time_windows(*session, 1).empty());
+  EXPECT_TRUE(analysis::plan_time_windows(*session, 1).empty());
 }
 
 // script's lines name the samples by tid: their order must be the stable
@@ -356,7 +364,7 @@ TEST_F(ScriptTimeWindowsFile, WriteScriptPrintsTheStableSort) {
   auto session = open_session(path);
   ASSERT_TRUE(session);
   ASSERT_GT(session->reader().data_size(), 2u << 20);
-  ASSERT_GT(plan_time_windows(*session, 1 << 20).size(), 1u);
+  ASSERT_GT(analysis::plan_time_windows(*session, 1 << 20).size(), 1u);
   std::vector<uint64_t> expected;
   for (uint64_t offset : stable_sorted_offsets(*session)) {
     auto r = session->record_at(offset);
@@ -391,7 +399,7 @@ TEST_F(ScriptTimeWindowsFile, WriteErrorEndsTheScript) {
   write_recording(path, generate(11, 500, 40, 10), 16);
   auto session = open_session(path);
   ASSERT_TRUE(session);
-  ASSERT_FALSE(plan_time_windows(*session, 1 << 20).empty());
+  ASSERT_FALSE(analysis::plan_time_windows(*session, 1 << 20).empty());
   std::FILE* out = std::fopen("/dev/full", "w");
   if (out == nullptr) GTEST_SKIP() << "no /dev/full";
   const Status written = write_script(*session, ScriptOptions{}, out);
@@ -402,4 +410,4 @@ TEST_F(ScriptTimeWindowsFile, WriteErrorEndsTheScript) {
 }
 
 }  // namespace
-}  // namespace bpfprof::report
+}  // namespace bpfprof::script

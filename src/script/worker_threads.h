@@ -9,7 +9,7 @@
 #include <thread>
 #include <vector>
 
-namespace bpfprof::report {
+namespace bpfprof::script {
 
 // Workers wait for work on one condition variable, the pipeline's writer for
 // finished work on another, both under mutex(). Destroying it stops the
@@ -60,4 +60,4 @@ class WorkerThreads {
   std::vector<std::thread> threads_;
 };
 
-}  // namespace bpfprof::report
+}  // namespace bpfprof::script

@@ -20,7 +20,7 @@
 #include "script/script.h"
 #include "testing/subprocess.h"
 
-namespace bpfprof::report {
+namespace bpfprof::analysis {
 namespace {
 
 using bpfprof::testing::ByteVec;
@@ -95,8 +95,8 @@ std::string write_recording(const std::string& path, const Shape& shape) {
 std::string script_of(const Session& s) {
   std::FILE* f = std::tmpfile();
   if (!f) return "tmpfile";
-  ScriptOptions o;
-  Status written = write_script(s, o, f);
+  script::ScriptOptions o;
+  Status written = script::write_script(s, o, f);
   std::string out;
   std::rewind(f);
   char buf[65536];
@@ -149,9 +149,9 @@ void expect_same_sessions(const std::string& path, size_t parallel_pieces) {
     EXPECT_EQ(ra[i].offset, rb[i].offset) << "round " << i;
     EXPECT_EQ(ra[i].limit, rb[i].limit) << "round " << i;
   }
-  RenderOptions render;
-  const std::string report_a = render_text(aggregate(a, {}), render);
-  EXPECT_EQ(report_a, render_text(aggregate(b, {}), render));
+  report::RenderOptions render;
+  const std::string report_a = report::render_text(aggregate(a, {}), render);
+  EXPECT_EQ(report_a, report::render_text(aggregate(b, {}), render));
   EXPECT_NE(report_a.find("bpf_prog_1111111111111111_a"), std::string::npos);
   EXPECT_EQ(script_of(a), script_of(b));
 }
@@ -371,7 +371,7 @@ std::string write_reuse_recording(const std::string& path) {
   for (const ByteVec& r : records) {
     if (!w->append(r).ok()) return "append";
   }
-  constexpr uint64_t kSamples = 40 * report::Session::kChunkSamples;
+  constexpr uint64_t kSamples = 40 * analysis::Session::kChunkSamples;
   uint64_t state = 7;
   for (uint64_t i = 0; i < kSamples; i++) {
     const uint64_t time = 100 + i;
@@ -419,10 +419,10 @@ TEST(AggregateTest, AnySplitBetweenThreadsGivesTheSingleThreadReport) {
     AggregateOptions one;
     one.stacks = stacks;
     one.threads = 1;
-    RenderOptions render;
+    report::RenderOptions render;
     render.callgraph = stacks;
     auto both = [&](const ReportData& d) {
-      return render_text(d, render) + render_json(d, render);
+      return report::render_text(d, render) + report::render_json(d, render);
     };
     const std::string want = both(aggregate(**session, one));
     ASSERT_NE(want.find("bpf_prog_3333333333333333_c"), std::string::npos);
@@ -435,4 +435,4 @@ TEST(AggregateTest, AnySplitBetweenThreadsGivesTheSingleThreadReport) {
 }
 
 }  // namespace
-}  // namespace bpfprof::report
+}  // namespace bpfprof::analysis
