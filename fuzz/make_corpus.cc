@@ -11,7 +11,7 @@
 #include <fstream>
 #include <string>
 
-#include "perfdata/test_streams.h"
+#include "testing/perfdata_streams.h"
 #include "perfdata/writer.h"
 #include "testing/subprocess.h"
 
@@ -49,7 +49,7 @@ ByteVec file_mode(const ByteVec& records, const perfdata::Features& f, bool kill
   char path[] = "/tmp/bpfprof-corpus-XXXXXX";
   int fd = mkstemp(path);
   close(fd);
-  auto w = perfdata::FileWriter::create(path, perfdata::test::two_attrs());
+  auto w = perfdata::FileWriter::create(path, bpfprof::testing::two_attrs());
   if (killed) (void)w->append_in_stream(f);
   (void)w->append(records);
   (void)w->finish_round();
@@ -61,7 +61,7 @@ ByteVec file_mode(const ByteVec& records, const perfdata::Features& f, bool kill
 
 void records_corpus(const std::string& dir) {
   using namespace bpfprof::testing;
-  const uint64_t st = perfdata::test::kSampleType;
+  const uint64_t st = bpfprof::testing::kSampleType;
   const TrailerValues t{1, 2, 3, 4, 5, 6};
   const uint8_t tag[8] = {1, 2, 3, 4, 5, 6, 7, 8};
   SampleValues s{.id = 101, .ip = 0xffffffff81000000, .pid = 1, .tid = 1, .time = 9, .period = 1};
@@ -83,7 +83,7 @@ void records_corpus(const std::string& dir) {
                                                   throttle_record(st, false, 1, 2, 3, t)}));
   put_with_variants(dir, "ksymbol_bpf_event", concat({ks, bpf_event_record(st, 1, 0, 42, tag, t)}));
   put_with_variants(dir, "ksymbol_inflated", inflated);
-  put_with_variants(dir, "mixed", perfdata::test::mixed_records(3));
+  put_with_variants(dir, "mixed", bpfprof::testing::mixed_records(3));
 }
 
 void reader_corpus(const std::string& dir) {
@@ -91,16 +91,16 @@ void reader_corpus(const std::string& dir) {
   f.hostname = "fuzz";
   f.cmdline = {"bpfprof", "record"};
   f.kallsyms = "ffffffff81000000 T _text\nffffffff81001000 T f\n";
-  f.bpf_prog_info = {perfdata::test::demo_prog(42, 0xffffffffc0001000)};
+  f.bpf_prog_info = {bpfprof::testing::demo_prog(42, 0xffffffffc0001000)};
   f.bpf_btf = {{7, ByteVec(24, std::byte{1})}};
-  const ByteVec records = perfdata::test::mixed_records(4);
+  const ByteVec records = bpfprof::testing::mixed_records(4);
   put_with_variants(dir, "file_mode.data", file_mode(records, f));
-  put_with_variants(dir, "pipe_mode.data", perfdata::test::pipe_stream(records, f));
+  put_with_variants(dir, "pipe_mode.data", bpfprof::testing::pipe_stream(records, f));
   put_with_variants(dir, "killed_file.data", file_mode(records, f, true));
   perfdata::Features z;
   z.compression = perfdata::Compression{1, perfdata::kCompZstd, 1, 3, 65536};
-  const ByteVec comp = perfdata::test::compressed_records(perfdata::test::mixed_records(20), 96, 200);
-  put_with_variants(dir, "zstd_pipe.data", perfdata::test::pipe_stream(comp, z));
+  const ByteVec comp = bpfprof::testing::compressed_records(bpfprof::testing::mixed_records(20), 96, 200);
+  put_with_variants(dir, "zstd_pipe.data", bpfprof::testing::pipe_stream(comp, z));
   put_with_variants(dir, "zstd_file.data", file_mode(comp, z));
 }
 
@@ -108,14 +108,14 @@ void reader_corpus(const std::string& dir) {
 void pipe_corpus(const std::string& dir) {
   perfdata::Features f;
   f.hostname = "fuzz";
-  f.bpf_prog_info = {perfdata::test::demo_prog(42, 0xffffffffc0001000)};
+  f.bpf_prog_info = {bpfprof::testing::demo_prog(42, 0xffffffffc0001000)};
   auto body = [](const ByteVec& stream) { return ByteVec(stream.begin() + 16, stream.end()); };
   put_with_variants(dir, "pipe_mode.data",
-                    body(perfdata::test::pipe_stream(perfdata::test::mixed_records(4), f)));
+                    body(bpfprof::testing::pipe_stream(bpfprof::testing::mixed_records(4), f)));
   perfdata::Features z;
   z.compression = perfdata::Compression{1, perfdata::kCompZstd, 1, 3, 65536};
-  const ByteVec comp = perfdata::test::compressed_records(perfdata::test::mixed_records(20), 96, 200);
-  put_with_variants(dir, "zstd_pipe.data", body(perfdata::test::pipe_stream(comp, z)));
+  const ByteVec comp = bpfprof::testing::compressed_records(bpfprof::testing::mixed_records(20), 96, 200);
+  put_with_variants(dir, "zstd_pipe.data", body(bpfprof::testing::pipe_stream(comp, z)));
 }
 
 void features_corpus(const std::string& dir) {
@@ -125,7 +125,7 @@ void features_corpus(const std::string& dir) {
     return out;
   };
   put_with_variants(dir, "bpf_prog_info", with(0, perfdata::encode_bpf_prog_info(
-      {perfdata::test::demo_prog(42, 0xffffffffc0001000)})));
+      {bpfprof::testing::demo_prog(42, 0xffffffffc0001000)})));
   put_with_variants(dir, "bpf_btf", with(1, perfdata::encode_bpf_btf({{7, ByteVec(40, std::byte{2})}})));
   put_with_variants(dir, "kallsyms", with(2, perfdata::encode_kallsyms(
       "ffffffff81000000 T _text\nffffffffc0100000 t e1000_probe\t[e1000]\n")));
@@ -134,7 +134,7 @@ void features_corpus(const std::string& dir) {
   f.cmdline = {"a", "b"};
   f.nr_cpus_avail = 2;
   f.compression = perfdata::Compression{1, 1, 1, 3, 4096};
-  perfdata::AttrEntry e = perfdata::test::two_attrs()[0];
+  perfdata::AttrEntry e = bpfprof::testing::two_attrs()[0];
   std::vector<perfdata::EventDescEntry> events{{&e.attr, &e.name, &e.ids}};
   for (const auto& [feat, payload] : perfdata::encode_features(f, events))
     put_with_variants(dir, "feature_" + std::to_string(feat), with(static_cast<uint8_t>(feat), payload));

@@ -13,7 +13,7 @@
 #include <map>
 
 #include "bpf/query.h"
-#include "bpf/test_programs.h"
+#include "testing/bpf_programs.h"
 
 namespace bpfprof::bpf {
 namespace {

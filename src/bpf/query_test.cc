@@ -11,7 +11,7 @@
 #include <cstring>
 #include <numeric>
 
-#include "bpf/test_programs.h"
+#include "testing/bpf_programs.h"
 
 namespace bpfprof::bpf {
 namespace {

@@ -4,7 +4,7 @@
 #include <cstring>
 
 #include "perfdata/features.h"
-#include "perfdata/test_util.h"
+#include "testing/perfdata_fixtures.h"
 
 namespace bpfprof::perfdata {
 namespace {
@@ -44,7 +44,7 @@ T peek(const std::vector<std::byte>& b, size_t at) {
 }
 
 TEST(BpfProgInfoTest, EncodesPerfLayout) {
-  auto bytes = encode_bpf_prog_info({test::demo_prog(42, 0xffffffffc0001000)});
+  auto bytes = encode_bpf_prog_info({testing::demo_prog(42, 0xffffffffc0001000)});
   EXPECT_EQ(peek<uint32_t>(bytes, 0), 1u);
   EXPECT_EQ(peek<uint32_t>(bytes, kInfoLenAt), 232u);
   // JITED_INSNS, JITED_KSYMS, FUNC_LENS, FUNC_INFO, LINE_INFO, JITED_LINE_INFO, PROG_TAGS.
@@ -62,8 +62,8 @@ TEST(BpfProgInfoTest, EncodesPerfLayout) {
 }
 
 TEST(BpfProgInfoTest, RoundTripsTwoPrograms) {
-  std::vector<bpf::ProgInfo> progs = {test::demo_prog(42, 0xffffffffc0001000),
-                                      test::demo_prog(43, 0xffffffffc0002000)};
+  std::vector<bpf::ProgInfo> progs = {testing::demo_prog(42, 0xffffffffc0001000),
+                                      testing::demo_prog(43, 0xffffffffc0002000)};
   progs[1].line_info.clear();
   progs[1].jited_line_info.clear();
   auto bytes = encode_bpf_prog_info(progs);
@@ -78,7 +78,7 @@ TEST(BpfProgInfoTest, RoundTripsTwoPrograms) {
 }
 
 TEST(BpfProgInfoTest, DropsDuplicateIds) {
-  auto bytes = encode_bpf_prog_info({test::demo_prog(42, 0x1000), test::demo_prog(42, 0x2000)});
+  auto bytes = encode_bpf_prog_info({testing::demo_prog(42, 0x1000), testing::demo_prog(42, 0x2000)});
   auto back = decode_bpf_prog_info(bytes, kBase);
   ASSERT_TRUE(back.ok());
   ASSERT_EQ(back->size(), 1u);
@@ -86,13 +86,13 @@ TEST(BpfProgInfoTest, DropsDuplicateIds) {
 }
 
 TEST(BpfProgInfoTest, AcceptsLargerInfoLen) {
-  auto bytes = encode_bpf_prog_info({test::demo_prog(42, 0x1000)});
+  auto bytes = encode_bpf_prog_info({testing::demo_prog(42, 0x1000)});
   // A newer writer: 8 more bytes of bpf_prog_info we do not know.
   bytes.insert(bytes.begin() + kInfoAt + 232, 8, std::byte{0x5a});
   poke<uint32_t>(bytes, kInfoLenAt, 240);
   auto back = decode_bpf_prog_info(bytes, kBase);
   ASSERT_TRUE(back.ok()) << back.error().to_string();
-  expect_same_prog((*back)[0], test::demo_prog(42, 0x1000));
+  expect_same_prog((*back)[0], testing::demo_prog(42, 0x1000));
 }
 
 TEST(BpfProgInfoTest, AcceptsSmallerInfoLenAndZeroFills) {
@@ -120,7 +120,7 @@ TEST(BpfProgInfoTest, AcceptsSmallerInfoLenAndZeroFills) {
 }
 
 TEST(BpfProgInfoTest, RejectsTruncatedSection) {
-  auto bytes = encode_bpf_prog_info({test::demo_prog(42, 0x1000)});
+  auto bytes = encode_bpf_prog_info({testing::demo_prog(42, 0x1000)});
   for (size_t cut : {size_t{0}, size_t{3}, size_t{10}, size_t{100}, bytes.size() - 1}) {
     auto back = decode_bpf_prog_info(Bytes(bytes).first(cut), kBase);
     ASSERT_FALSE(back.ok()) << "cut at " << cut;
@@ -131,7 +131,7 @@ TEST(BpfProgInfoTest, RejectsTruncatedSection) {
 }
 
 TEST(BpfProgInfoTest, RejectsCountOverflow) {
-  auto bytes = encode_bpf_prog_info({test::demo_prog(42, 0x1000)});
+  auto bytes = encode_bpf_prog_info({testing::demo_prog(42, 0x1000)});
   // 0xffffffff line infos of 0xffffffff bytes: the product must not wrap.
   poke<uint32_t>(bytes, kInfoAt + offsetof(bpf_prog_info, nr_line_info), 0xffffffffu);
   poke<uint32_t>(bytes, kInfoAt + offsetof(bpf_prog_info, line_info_rec_size), 0xffffffffu);
@@ -143,7 +143,7 @@ TEST(BpfProgInfoTest, RejectsCountOverflow) {
 }
 
 TEST(BpfProgInfoTest, RejectsArrayOffsetPastEnd) {
-  auto bytes = encode_bpf_prog_info({test::demo_prog(42, 0x1000)});
+  auto bytes = encode_bpf_prog_info({testing::demo_prog(42, 0x1000)});
   poke<uint64_t>(bytes, kInfoAt + offsetof(bpf_prog_info, prog_tags), ~uint64_t{0} - 4);
   auto back = decode_bpf_prog_info(bytes, kBase);
   ASSERT_FALSE(back.ok());
@@ -152,7 +152,7 @@ TEST(BpfProgInfoTest, RejectsArrayOffsetPastEnd) {
 }
 
 TEST(BpfProgInfoTest, RejectsZeroRecSize) {
-  auto bytes = encode_bpf_prog_info({test::demo_prog(42, 0x1000)});
+  auto bytes = encode_bpf_prog_info({testing::demo_prog(42, 0x1000)});
   poke<uint32_t>(bytes, kInfoAt + offsetof(bpf_prog_info, func_info_rec_size), 0);
   EXPECT_FALSE(decode_bpf_prog_info(bytes, kBase).ok());
 }

@@ -13,7 +13,7 @@
 #include <string>
 
 #include "perfdata/reader.h"
-#include "perfdata/test_util.h"
+#include "testing/perfdata_fixtures.h"
 #include "perfdata/writer.h"
 #include "testing/subprocess.h"
 
@@ -35,19 +35,19 @@ ChildReport record_until_full(const std::string& path, rlim_t limit, const Featu
   signal(SIGXFSZ, SIG_IGN);
   rlimit rl{limit, limit};
   if (setrlimit(RLIMIT_FSIZE, &rl) != 0) return rep;
-  auto w = FileWriter::create(path, test::two_attrs());
+  auto w = FileWriter::create(path, testing::two_attrs());
   if (!w.ok()) return rep;
   rep.complete_rounds = 0;
   for (int round = 0; round < kMaxRounds; ++round) {
     bool ok = true;
     for (int i = 0; i < kSamplesPerRound && ok; ++i) {
       bpfprof::testing::SampleValues s;
-      s.id = test::kSampleId;
+      s.id = testing::kSampleId;
       s.ip = 0xffffffffc0001010;
       s.pid = s.tid = 1;
       s.time = static_cast<uint64_t>(round * kSamplesPerRound + i + 1);
       s.period = 1;
-      ok = w->append(bpfprof::testing::sample_record(test::kSampleType, s, perf::kMiscKernel))
+      ok = w->append(bpfprof::testing::sample_record(testing::kSampleType, s, perf::kMiscKernel))
                .ok();
     }
     if (!ok || !w->finish_round().ok()) break;

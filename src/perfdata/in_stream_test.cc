@@ -8,7 +8,7 @@
 
 #include "perfdata/file_format.h"
 #include "perfdata/reader.h"
-#include "perfdata/test_util.h"
+#include "testing/perfdata_fixtures.h"
 #include "perfdata/writer.h"
 #include "testing/subprocess.h"
 
@@ -19,12 +19,12 @@ using bpfprof::testing::ByteVec;
 
 ByteVec one_sample(uint64_t time) {
   bpfprof::testing::SampleValues s;
-  s.id = test::kSampleId;
+  s.id = testing::kSampleId;
   s.ip = 0xffffffffc0001010;
   s.pid = s.tid = 1;
   s.time = time;
   s.period = 1;
-  return bpfprof::testing::sample_record(test::kSampleType, s, perf::kMiscKernel);
+  return bpfprof::testing::sample_record(testing::kSampleType, s, perf::kMiscKernel);
 }
 
 // A BTF-less blob larger than one record: it travels in two chunks.
@@ -38,7 +38,7 @@ bpf::BtfBlob big_btf(uint32_t id) {
 // either closes the file or leaves it as a SIGKILL would (plus half a round).
 std::string write_file(const bpfprof::testing::TempDir& dir, bool close) {
   const std::string path = dir.file(close ? "closed.data" : "killed.data");
-  auto w = FileWriter::create(path, test::two_attrs());
+  auto w = FileWriter::create(path, testing::two_attrs());
   BPFPROF_CHECK(w.ok());
   Features host;
   host.hostname = "kept-host";
@@ -46,24 +46,24 @@ std::string write_file(const bpfprof::testing::TempDir& dir, bool close) {
   BPFPROF_CHECK(w->append_in_stream(host).ok());
   BPFPROF_CHECK(w->append(one_sample(1)).ok());
   BPFPROF_CHECK(w->append_in_stream(kFeatBpfProgInfo,
-                                    encode_bpf_prog_info({test::demo_prog(42, 0xffffffffc0001000)}))
+                                    encode_bpf_prog_info({testing::demo_prog(42, 0xffffffffc0001000)}))
                     .ok());
   BPFPROF_CHECK(w->finish_round().ok());
   BPFPROF_CHECK(w->append(one_sample(2)).ok());
   BPFPROF_CHECK(w->append_in_stream(kFeatBpfProgInfo,
-                                    encode_bpf_prog_info({test::demo_prog(43, 0xffffffffc0002000)}))
+                                    encode_bpf_prog_info({testing::demo_prog(43, 0xffffffffc0002000)}))
                     .ok());
   BPFPROF_CHECK(w->append_in_stream(kFeatBpfBtf, encode_bpf_btf({big_btf(7)})).ok());
   BPFPROF_CHECK(w->finish_round().ok());
   if (close) {
     Features f = host;
-    f.bpf_prog_info = {test::demo_prog(42, 0xffffffffc0001000)};
+    f.bpf_prog_info = {testing::demo_prog(42, 0xffffffffc0001000)};
     BPFPROF_CHECK(w->close(f).ok());
   } else {
     // Half a round reached the disk before the kill: never read.
     BPFPROF_CHECK(w->append(one_sample(3)).ok());
     BPFPROF_CHECK(w->append_in_stream(kFeatBpfProgInfo,
-                                      encode_bpf_prog_info({test::demo_prog(44, 0xffffffffc0003000)}))
+                                      encode_bpf_prog_info({testing::demo_prog(44, 0xffffffffc0003000)}))
                       .ok());
     BPFPROF_CHECK(w->append(ByteVec(100000)).ok());  // forces a write without a round
   }
@@ -87,7 +87,7 @@ TEST(InStreamTest, AKilledWritersFileCarriesWhatItLearned) {
   EXPECT_TRUE(r->feature_errors().empty()) << r->feature_errors().front().to_string();
   EXPECT_EQ(r->features().hostname, std::optional<std::string>("kept-host"));
   EXPECT_EQ(r->features().arch, std::optional<std::string>("x86_64"));
-  EXPECT_EQ(r->attrs()[0].name, test::two_attrs()[0].name);
+  EXPECT_EQ(r->attrs()[0].name, testing::two_attrs()[0].name);
   ASSERT_EQ(r->features().bpf_prog_info.size(), 2u);  // 44's round never completed
   EXPECT_EQ(r->features().bpf_prog_info[0].id(), 42u);
   EXPECT_EQ(r->features().bpf_prog_info[1].id(), 43u);

@@ -10,7 +10,7 @@
 
 #include "perfdata/kallsyms_table.h"
 #include "perfdata/reader.h"
-#include "perfdata/test_util.h"
+#include "testing/perfdata_fixtures.h"
 #include "perfdata/writer.h"
 #include "testing/subprocess.h"
 
@@ -23,7 +23,7 @@ constexpr uint32_t kProgId = 42;
 constexpr const char* kKsym = "bpf_prog_0123456789abcdef_demo";
 
 bpf::ProgInfo one_function_prog() {
-  bpf::ProgInfo p = test::demo_prog(kProgId, kProgAddr);
+  bpf::ProgInfo p = testing::demo_prog(kProgId, kProgAddr);
   p.jited_ksyms = {kProgAddr};
   p.jited_func_lens = {0x100};
   p.prog_tags.resize(1);
@@ -35,27 +35,27 @@ bpf::ProgInfo one_function_prog() {
 
 void write_peer_file(const std::string& path) {
   using namespace bpfprof::testing;
-  auto w = FileWriter::create(path, test::two_attrs());
+  auto w = FileWriter::create(path, testing::two_attrs());
   ASSERT_TRUE(w.ok()) << w.error().to_string();
   // Synthesized records: time 0 and id 0, as perf record writes them.
   const TrailerValues synth{1234, 1234, 0, 0, 0, 0};
   const uint8_t tag[8] = {0x01, 0x23, 0x45, 0x67, 0x89, 0xab, 0xcd, 0xef};
   ByteVec head = concat({
-      comm_record(test::kSampleType, 1234, 1234, "demo", synth),
-      ksymbol_record(test::kSampleType, kProgAddr, 0x100, perf::kKsymTypeBpf, 0, kKsym, synth),
-      bpf_event_record(test::kSampleType, perf::kBpfEventProgLoad, 0, kProgId, tag, synth),
+      comm_record(testing::kSampleType, 1234, 1234, "demo", synth),
+      ksymbol_record(testing::kSampleType, kProgAddr, 0x100, perf::kKsymTypeBpf, 0, kKsym, synth),
+      bpf_event_record(testing::kSampleType, perf::kBpfEventProgLoad, 0, kProgId, tag, synth),
   });
   ASSERT_TRUE(w->append(head).ok());
   ASSERT_TRUE(w->finish_round().ok());
   for (uint64_t i = 0; i < 5; ++i) {
     SampleValues s;
-    s.id = test::kSampleId + (i & 1);
+    s.id = testing::kSampleId + (i & 1);
     s.ip = kProgAddr + 0x10;
     s.pid = s.tid = 1234;
     s.time = 1000000 + i * 1000;
     s.cpu = static_cast<uint32_t>(i & 1);
     s.period = 10000;
-    ASSERT_TRUE(w->append(sample_record(test::kSampleType, s, perf::kMiscKernel)).ok());
+    ASSERT_TRUE(w->append(sample_record(testing::kSampleType, s, perf::kMiscKernel)).ok());
   }
   ASSERT_TRUE(w->finish_round().ok());
   Features f = host_features();

@@ -8,7 +8,7 @@
 
 #include "perfdata/kallsyms_table.h"
 #include "perfdata/reader.h"
-#include "perfdata/test_streams.h"
+#include "testing/perfdata_streams.h"
 #include "testing/subprocess.h"
 
 namespace bpfprof::perfdata {
@@ -47,15 +47,15 @@ TEST(PipeModeTest, AttrsFeaturesNamesAndRecords) {
   Features f;
   f.hostname = "pipe-host";
   f.kallsyms = "ffffffff81000000 T _text\n";
-  const ByteVec records = test::mixed_records();
-  const ByteVec stream = test::pipe_stream(records, f);
+  const ByteVec records = testing::mixed_records();
+  const ByteVec stream = testing::pipe_stream(records, f);
   auto r = FileReader::from_bytes(stream);
   ASSERT_TRUE(r.ok()) << r.error().to_string();
   EXPECT_TRUE(r->pipe_mode());
   ASSERT_EQ(r->attrs().size(), 2u);
   EXPECT_EQ(r->attrs()[0].name, "cpu-clock");
   EXPECT_EQ(r->attrs()[1].name, "dummy:u");
-  EXPECT_EQ(r->attrs()[1].ids, (std::vector<uint64_t>{test::kDummyId, test::kDummyId + 1}));
+  EXPECT_EQ(r->attrs()[1].ids, (std::vector<uint64_t>{testing::kDummyId, testing::kDummyId + 1}));
   EXPECT_EQ(r->features().hostname, "pipe-host");
   auto table = KallsymsTable::open(r->features().kallsyms_packed, 0);
   ASSERT_TRUE(table.ok()) << table.error().to_string();
@@ -79,7 +79,7 @@ TEST(PipeModeTest, AttrsFeaturesNamesAndRecords) {
 }
 
 TEST(PipeModeTest, OpenDetectsPipeHeaderInRegularFileAndStdin) {
-  const ByteVec stream = test::pipe_stream(test::mixed_records());
+  const ByteVec stream = testing::pipe_stream(testing::mixed_records());
   bpfprof::testing::TempDir dir;
   const std::string path = dir.file("pipe.data");
   std::ofstream(path, std::ios::binary)
@@ -104,7 +104,7 @@ TEST(PipeModeTest, OpenDetectsPipeHeaderInRegularFileAndStdin) {
 }
 
 TEST(PipeModeTest, HeaderAttrIdLayouts) {
-  perf_event_attr a = test::make_attr(PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CPU_CLOCK);
+  perf_event_attr a = testing::make_attr(PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CPU_CLOCK);
   struct Case {
     uint32_t attr_size;
     size_t ids_at;
@@ -112,23 +112,23 @@ TEST(PipeModeTest, HeaderAttrIdLayouts) {
   // 6.1 (128 @ 136), an older perf (120 @ 128), 6.1 re-emitting an older attr
   // (120 @ 136, zero gap), a newer perf (136 @ 144), attr.size 0 (fixed 136).
   for (Case c : {Case{128, 136}, Case{120, 128}, Case{120, 136}, Case{136, 144}, Case{0, 136}}) {
-    ByteVec s = test::pipe_header();
-    ByteVec h = test::header_attr_record(a, {11, 12, 13}, c.attr_size, c.ids_at);
+    ByteVec s = testing::pipe_header();
+    ByteVec h = testing::header_attr_record(a, {11, 12, 13}, c.attr_size, c.ids_at);
     s.insert(s.end(), h.begin(), h.end());
     auto r = FileReader::from_bytes(s);
     ASSERT_TRUE(r.ok()) << r.error().to_string();
     ASSERT_EQ(r->attrs().size(), 1u);
     EXPECT_EQ(r->attrs()[0].ids, (std::vector<uint64_t>{11, 12, 13}))
         << c.attr_size << " @ " << c.ids_at;
-    EXPECT_EQ(r->attrs()[0].attr.sample_type, test::kSampleType);
+    EXPECT_EQ(r->attrs()[0].attr.sample_type, testing::kSampleType);
   }
 }
 
 TEST(PipeModeTest, HeaderAttrSizeOutOfRangeIsAnError) {
-  perf_event_attr a = test::make_attr(PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CPU_CLOCK);
+  perf_event_attr a = testing::make_attr(PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CPU_CLOCK);
   for (uint32_t bad : {8u, 63u, 130u, 0xffffffffu}) {
-    ByteVec s = test::pipe_header();
-    ByteVec h = test::header_attr_record(a, {11}, bad, 136);
+    ByteVec s = testing::pipe_header();
+    ByteVec h = testing::header_attr_record(a, {11}, bad, 136);
     s.insert(s.end(), h.begin(), h.end());
     auto r = FileReader::from_bytes(s);
     ASSERT_FALSE(r.ok()) << bad;
@@ -140,14 +140,14 @@ TEST(PipeModeTest, HeaderAttrSizeOutOfRangeIsAnError) {
 }
 
 TEST(PipeModeTest, UnknownTypesAndFeaturesAreCountedNotFatal) {
-  ByteVec records = test::mixed_records(2);
+  ByteVec records = testing::mixed_records(2);
   ByteVec odd = testing::RecordWriter(200, 0).u64(1).finish();
   ByteVec odd_kernel = testing::RecordWriter(40, 0).finish();
   records.insert(records.end(), odd.begin(), odd.end());
   records.insert(records.end(), odd_kernel.begin(), odd_kernel.end());
   records.insert(records.end(), odd.begin(), odd.end());
-  ByteVec s = test::pipe_stream(records);
-  ByteVec feat = test::header_feature_record(40, {std::byte{1}});
+  ByteVec s = testing::pipe_stream(records);
+  ByteVec feat = testing::header_feature_record(40, {std::byte{1}});
   s.insert(s.begin() + 16, feat.begin(), feat.end());
   auto r = FileReader::from_bytes(s);
   ASSERT_TRUE(r.ok()) << r.error().to_string();
@@ -171,10 +171,10 @@ class CompressedTest : public ::testing::TestWithParam<size_t> {};
 // Records decompressed from COMPRESSED records (cut at every size from tiny to
 // larger than a record) come out exactly as written, in order.
 TEST_P(CompressedTest, DecompressedRecordsMatchAcrossCuts) {
-  ByteVec plain = test::mixed_records(200);
+  ByteVec plain = testing::mixed_records(200);
   Features f;
   f.compression = Compression{1, kCompZstd, 1, 3, 1 << 20};
-  ByteVec stream = test::pipe_stream(test::compressed_records(plain, GetParam()), f);
+  ByteVec stream = testing::pipe_stream(testing::compressed_records(plain, GetParam()), f);
   ByteVec tail = testing::finished_round_record();
   stream.insert(stream.end(), tail.begin(), tail.end());
   auto r = FileReader::from_bytes(stream);
@@ -190,9 +190,9 @@ TEST_P(CompressedTest, DecompressedRecordsMatchAcrossCuts) {
 INSTANTIATE_TEST_SUITE_P(Cuts, CompressedTest, ::testing::Values(1, 7, 64, 1000, 60000));
 
 TEST(CompressedErrorsTest, CorruptOrOversizedIsAnErrorWithOffset) {
-  ByteVec plain = test::mixed_records(50);
-  ByteVec comp = test::compressed_records(plain, 100000);
-  ByteVec prefix = test::pipe_stream({});
+  ByteVec plain = testing::mixed_records(50);
+  ByteVec comp = testing::compressed_records(plain, 100000);
+  ByteVec prefix = testing::pipe_stream({});
   ByteVec stream = prefix;
   stream.insert(stream.end(), comp.begin(), comp.end());
   // Garbage inside the zstd payload.
@@ -204,16 +204,16 @@ TEST(CompressedErrorsTest, CorruptOrOversizedIsAnErrorWithOffset) {
   ASSERT_FALSE(st.ok());
   EXPECT_EQ(st.error().offset, std::optional<uint64_t>(prefix.size()));
   // More output than HEADER_COMPRESSED's mmap_len allows (the floor is 64 KiB).
-  ByteVec big = test::mixed_records(3000);
+  ByteVec big = testing::mixed_records(3000);
   Features f;
   f.compression = Compression{1, kCompZstd, 1, 3, 4096};
-  ByteVec over = test::pipe_stream(test::compressed_records(big, 65000, big.size()), f);
+  ByteVec over = testing::pipe_stream(testing::compressed_records(big, 65000, big.size()), f);
   auto o = FileReader::from_bytes(over);
   ASSERT_TRUE(o.ok());
   EXPECT_FALSE(o->for_each_record([](const perf::RecordView&, uint64_t) {}).ok());
   // A stream that ends inside a record.
   ByteVec cut_plain(plain.begin(), plain.end() - 4);
-  ByteVec cut = test::pipe_stream(test::compressed_records(cut_plain));
+  ByteVec cut = testing::pipe_stream(testing::compressed_records(cut_plain));
   auto c = FileReader::from_bytes(cut);
   ASSERT_TRUE(c.ok());
   EXPECT_EQ(c->for_each_record([](const perf::RecordView&, uint64_t) {}).error().code,

@@ -11,7 +11,7 @@
 #include <tuple>
 
 #include "perfdata/reader.h"
-#include "perfdata/test_util.h"
+#include "testing/perfdata_fixtures.h"
 #include "perfdata/writer.h"
 #include "testing/subprocess.h"
 
@@ -19,7 +19,7 @@ namespace bpfprof::perfdata {
 namespace {
 
 using bpfprof::testing::ByteVec;
-constexpr uint64_t kChainType = test::kSampleType | PERF_SAMPLE_CALLCHAIN;
+constexpr uint64_t kChainType = testing::kSampleType | PERF_SAMPLE_CALLCHAIN;
 
 struct Seen {
   uint64_t at;
@@ -52,13 +52,13 @@ class ReadWindowTest : public ::testing::Test {
   // the largest size a record can have.
   void SetUp() override {
     path_ = dir_.file("w.data");
-    auto attrs = test::two_attrs();
+    auto attrs = testing::two_attrs();
     for (AttrEntry& a : attrs) a.attr.sample_type = kChainType;
     auto w = FileWriter::create(path_, attrs);
     ASSERT_TRUE(w.ok()) << w.error().to_string();
     for (uint32_t i = 0; i < 12000; i++) {
       bpfprof::testing::SampleValues s;
-      s.id = test::kSampleId;
+      s.id = testing::kSampleId;
       s.ip = 0xffffffff81000000 + i;
       s.pid = s.tid = 100 + i % 7;
       s.time = 1000 + i;

@@ -9,7 +9,7 @@
 
 #include "perfdata/file_format.h"
 #include "perfdata/reader.h"
-#include "perfdata/test_util.h"
+#include "testing/perfdata_fixtures.h"
 #include "perfdata/writer.h"
 #include "testing/subprocess.h"
 
@@ -22,18 +22,18 @@ using bpfprof::testing::ByteVec;
 std::vector<std::byte> valid_file() {
   bpfprof::testing::TempDir dir;
   const std::string path = dir.file("v.data");
-  auto w = FileWriter::create(path, test::two_attrs());
+  auto w = FileWriter::create(path, testing::two_attrs());
   BPFPROF_CHECK(w.ok());
-  bpfprof::testing::TrailerValues t{7, 7, 1, test::kDummyId, 0, 0};
-  BPFPROF_CHECK(w->append(bpfprof::testing::comm_record(test::kSampleType, 7, 7, "x", t)).ok());
-  BPFPROF_CHECK(w->append(bpfprof::testing::ksymbol_record(test::kSampleType, 0xffffffffc0001000,
+  bpfprof::testing::TrailerValues t{7, 7, 1, testing::kDummyId, 0, 0};
+  BPFPROF_CHECK(w->append(bpfprof::testing::comm_record(testing::kSampleType, 7, 7, "x", t)).ok());
+  BPFPROF_CHECK(w->append(bpfprof::testing::ksymbol_record(testing::kSampleType, 0xffffffffc0001000,
                                                            0x100, perf::kKsymTypeBpf, 0,
                                                            "bpf_prog_0123456789abcdef_demo", t))
                     .ok());
   bpfprof::testing::SampleValues s;
-  s.id = test::kSampleId;
+  s.id = testing::kSampleId;
   s.ip = 0xffffffffc0001010;
-  BPFPROF_CHECK(w->append(bpfprof::testing::sample_record(test::kSampleType, s)).ok());
+  BPFPROF_CHECK(w->append(bpfprof::testing::sample_record(testing::kSampleType, s)).ok());
   BPFPROF_CHECK(w->finish_round().ok());
   Features f;
   f.hostname = "h";
@@ -41,7 +41,7 @@ std::vector<std::byte> valid_file() {
   f.cmdline = {"a", "b"};
   f.first_sample_time = 1;
   f.last_sample_time = 2;
-  f.bpf_prog_info = {test::demo_prog(42, 0xffffffffc0001000)};
+  f.bpf_prog_info = {testing::demo_prog(42, 0xffffffffc0001000)};
   f.bpf_btf = {{7, {std::byte{1}, std::byte{2}}}};
   BPFPROF_CHECK(w->close(f).ok());
   return bpfprof::testing::read_file_bytes(path);
@@ -183,7 +183,7 @@ TEST(ReaderRobustnessTest, LargerAttrThanOursIsAccepted) {
   ASSERT_TRUE(r.ok()) << r.error().to_string();
   ASSERT_EQ(r->attrs().size(), 2u);
   EXPECT_EQ(r->attrs()[1].ids, (std::vector<uint64_t>{201, 202}));
-  EXPECT_EQ(r->attrs()[0].attr.sample_type, test::kSampleType);
+  EXPECT_EQ(r->attrs()[0].attr.sample_type, testing::kSampleType);
 }
 
 }  // namespace

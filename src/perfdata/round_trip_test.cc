@@ -12,7 +12,7 @@
 #include "perfdata/file_format.h"
 #include "perfdata/kallsyms_table.h"
 #include "perfdata/reader.h"
-#include "perfdata/test_util.h"
+#include "testing/perfdata_fixtures.h"
 #include "perfdata/writer.h"
 #include "testing/subprocess.h"
 
@@ -20,7 +20,7 @@ namespace bpfprof::perfdata {
 namespace {
 
 using bpfprof::testing::ByteVec;
-using test::kSampleType;
+using testing::kSampleType;
 
 
 ByteVec sample(uint64_t id, uint64_t time) {
@@ -46,7 +46,7 @@ Features all_features() {
   f.clockid_res_ns = 1;
   f.first_sample_time = 1000;
   f.last_sample_time = 2000;
-  f.bpf_prog_info = {test::demo_prog(42, 0xffffffffc0001000)};
+  f.bpf_prog_info = {testing::demo_prog(42, 0xffffffffc0001000)};
   // A BTF header (magic, version 1, hdr_len 24) with empty type and string sections.
   std::vector<std::byte> btf(24);
   btf[0] = std::byte{0x9f};
@@ -69,7 +69,7 @@ class RoundTripTest : public ::testing::Test {
 TEST_F(RoundTripTest, AttrForWithFewAndManyIds) {
   for (const uint64_t per_attr : {uint64_t{3}, uint64_t{40}}) {
     SCOPED_TRACE(::testing::Message() << per_attr << " ids per attr");
-    std::vector<AttrEntry> attrs = test::two_attrs();
+    std::vector<AttrEntry> attrs = testing::two_attrs();
     attrs[0].ids.clear();
     attrs[1].ids.clear();
     for (uint64_t i = 0; i < per_attr; i++) {
@@ -113,15 +113,15 @@ TEST_F(RoundTripTest, AttrForWithFewAndManyIds) {
 
 TEST_F(RoundTripTest, AttrsIdsNamesRecordsFeatures) {
   const std::string path = dir_.file("perf.data");
-  auto w = FileWriter::create(path, test::two_attrs());
+  auto w = FileWriter::create(path, testing::two_attrs());
   ASSERT_TRUE(w.ok()) << w.error().to_string();
-  bpfprof::testing::TrailerValues t{1234, 1234, 0, test::kDummyId, 0, 1};
+  bpfprof::testing::TrailerValues t{1234, 1234, 0, testing::kDummyId, 0, 1};
   std::vector<ByteVec> records = {
       bpfprof::testing::comm_record(kSampleType, 1234, 1234, "demo", t),
       bpfprof::testing::ksymbol_record(kSampleType, 0xffffffffc0001000, 0x100,
                                        perf::kKsymTypeBpf, 0, "bpf_prog_0123456789abcdef_demo", t),
-      sample(test::kSampleId, 1000),
-      sample(test::kSampleId + 1, 2000),
+      sample(testing::kSampleId, 1000),
+      sample(testing::kSampleId + 1, 2000),
   };
   ASSERT_TRUE(w->append(records[0]).ok());
   ASSERT_TRUE(w->append(records[1]).ok());
@@ -211,7 +211,7 @@ TEST_F(RoundTripTest, KallsymsSnapshotsSmallAndLargeReadBackAsTables) {
   for (const std::string* text : {&small, &large}) {
     SCOPED_TRACE(text->size());
     const std::string path = dir_.file("kallsyms.data");
-    auto w = FileWriter::create(path, test::two_attrs());
+    auto w = FileWriter::create(path, testing::two_attrs());
     ASSERT_TRUE(w.ok()) << w.error().to_string();
     Features f;
     f.kallsyms = *text;
@@ -237,7 +237,7 @@ TEST_F(RoundTripTest, KallsymsSnapshotsSmallAndLargeReadBackAsTables) {
 
 TEST_F(RoundTripTest, AttrIdsEditableBeforeFirstAppend) {
   const std::string path = dir_.file("ids.data");
-  auto w = FileWriter::create(path, test::two_attrs());
+  auto w = FileWriter::create(path, testing::two_attrs());
   ASSERT_TRUE(w.ok());
   w->attr_ids_mutable(0).push_back(103);
   w->attr_ids_mutable(1) = {301};
@@ -263,7 +263,7 @@ TEST_F(RoundTripTest, AttrIdsEditableBeforeFirstAppend) {
 // still land after what was buffered before them, and before what follows.
 TEST_F(RoundTripTest, LargeAppendsKeepOrder) {
   const std::string path = dir_.file("order.data");
-  auto w = FileWriter::create(path, test::two_attrs());
+  auto w = FileWriter::create(path, testing::two_attrs());
   ASSERT_TRUE(w.ok());
   uint64_t t = 0;
   auto samples = [&](size_t n) {
@@ -299,7 +299,7 @@ TEST_F(RoundTripTest, LargeAppendsKeepOrder) {
 TEST_F(RoundTripTest, KilledRecorderLeavesReadableFile) {
   const std::string path = dir_.file("killed.data");
   {
-    auto w = FileWriter::create(path, test::two_attrs());
+    auto w = FileWriter::create(path, testing::two_attrs());
     ASSERT_TRUE(w.ok());
     ASSERT_TRUE(w->append(sample(101, 1)).ok());
     ASSERT_TRUE(w->append(sample(101, 2)).ok());
@@ -339,7 +339,7 @@ TEST_F(RoundTripTest, KilledRecorderLeavesReadableFile) {
 
 TEST_F(RoundTripTest, CreateFailureNamesPath) {
   const std::string path = dir_.file("no/such/dir/perf.data");
-  auto w = FileWriter::create(path, test::two_attrs());
+  auto w = FileWriter::create(path, testing::two_attrs());
   ASSERT_FALSE(w.ok());
   EXPECT_EQ(w.error().code, Errc::kIo);
   EXPECT_NE(w.error().message.find(path), std::string::npos);
@@ -350,7 +350,7 @@ TEST_F(RoundTripTest, ExistingFileIsTruncatedAndMode0600) {
   const std::string path = dir_.file("old.data");
   { std::ofstream(path) << std::string(100000, 'x'); }
   ASSERT_EQ(chmod(path.c_str(), 0644), 0);
-  auto w = FileWriter::create(path, test::two_attrs());
+  auto w = FileWriter::create(path, testing::two_attrs());
   ASSERT_TRUE(w.ok());
   ASSERT_TRUE(w->append(sample(101, 1)).ok());
   ASSERT_TRUE(w->close({}).ok());
@@ -377,11 +377,11 @@ TEST_F(RoundTripTest, RotateKeepsEmptyFilesAndDevices) {
   ASSERT_TRUE(rotate_old(dev, &rotated).ok());
   EXPECT_FALSE(rotated);
   EXPECT_EQ(access((dev + ".old").c_str(), F_OK), -1);
-  auto w = FileWriter::create(dev, test::two_attrs());
+  auto w = FileWriter::create(dev, testing::two_attrs());
   ASSERT_TRUE(w.ok()) << w.error().to_string();
   ASSERT_TRUE(w->append(sample(101, 1)).ok());
   ASSERT_TRUE(w->close({}).ok());
-  auto again = FileWriter::create(dev, test::two_attrs());
+  auto again = FileWriter::create(dev, testing::two_attrs());
   ASSERT_TRUE(again.ok());
   again->abandon();
   struct stat st {};
@@ -397,7 +397,7 @@ TEST_F(RoundTripTest, RotateOldAndAbandon) {
   ASSERT_TRUE(rotate_old(path).ok());
   EXPECT_NE(access((path + ".old").c_str(), F_OK), -1);
   EXPECT_EQ(access(path.c_str(), F_OK), -1);
-  auto w = FileWriter::create(path, test::two_attrs());
+  auto w = FileWriter::create(path, testing::two_attrs());
   ASSERT_TRUE(w.ok());
   w->abandon();
   EXPECT_EQ(access(path.c_str(), F_OK), -1);
@@ -432,7 +432,7 @@ TEST(ReaderRefusesTest, ForeignAndUnsupportedHeaders) {
 
 TEST_F(RoundTripTest, CorruptFeatureIsSoftError) {
   const std::string path = dir_.file("feat.data");
-  auto w = FileWriter::create(path, test::two_attrs());
+  auto w = FileWriter::create(path, testing::two_attrs());
   ASSERT_TRUE(w.ok());
   ASSERT_TRUE(w->append(sample(101, 1)).ok());
   Features f;

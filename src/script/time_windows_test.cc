@@ -17,7 +17,7 @@
 #include <utility>
 #include <vector>
 
-#include "perfdata/test_util.h"
+#include "testing/perfdata_fixtures.h"
 #include "perfdata/writer.h"
 #include "script/script.h"
 #include "testing/record_builder.h"
@@ -225,7 +225,7 @@ TEST(ScriptTimeWindows, NarrowedWindowsStillHoldEverySample) {
 void write_recording(const std::string& path, const std::vector<GenRecord>& records,
                      size_t callchain) {
   perf_event_attr a =
-      perfdata::test::make_attr(PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CPU_CLOCK, kSampleType);
+      testing::make_attr(PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CPU_CLOCK, kSampleType);
   a.comm = 1;
   auto w = perfdata::FileWriter::create(path, {perfdata::AttrEntry{a, "cpu-clock", {kId}}});
   ASSERT_TRUE(w.ok()) << w.error().to_string();

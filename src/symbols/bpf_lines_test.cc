@@ -15,7 +15,7 @@
 #include <string>
 
 #include "bpf/query.h"
-#include "symbols/test_support.h"
+#include "testing/symbolizer_feeder.h"
 
 namespace bpfprof::symbols {
 namespace {
@@ -70,7 +70,7 @@ class BpfLinesTest : public ::testing::Test {
   std::unique_ptr<Symbolizer> symbolizer(bool with_btf) {
     if (!with_btf) features_.bpf_btf.clear();
     auto sym = std::make_unique<Symbolizer>(features_, Symbolizer::Options{});
-    test::Feeder f(*sym);
+    testing::Feeder f(*sym);
     const bpf::ProgInfo& p = features_.bpf_prog_info[0];
     for (size_t i = 0; i < p.jited_ksyms.size(); ++i) {
       f.ksym(0, p.jited_ksyms[i], p.jited_func_lens[i], bpf::ksym_name(p.prog_tags[i], "f" + std::to_string(i)));

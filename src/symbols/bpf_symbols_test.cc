@@ -9,13 +9,13 @@
 #include <vector>
 
 #include "bpf/prog_info.h"
-#include "symbols/test_support.h"
+#include "testing/symbolizer_feeder.h"
 
 namespace bpfprof::symbols {
 namespace {
 
-using test::Feeder;
-using test::tag_of;
+using testing::Feeder;
+using testing::tag_of;
 
 std::string ksym(uint8_t tag_byte, const std::string& name) {
   return bpf::ksym_name(tag_of(tag_byte), name);

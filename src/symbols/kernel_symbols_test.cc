@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "perfdata/features.h"
-#include "symbols/test_support.h"
+#include "testing/symbolizer_feeder.h"
 
 namespace bpfprof::symbols {
 namespace {
@@ -51,11 +51,11 @@ TEST_P(KernelSnapshotForms, ResolvesFromSnapshotWithModuleMaps) {
     features.kallsyms_packed = packed;
   }
   Symbolizer sym(features, {});
-  test::Feeder f(sym);
+  testing::Feeder f(sym);
   // The recorder's kernel MMAPs (pid -1, cpumode kernel) give the ranges.
-  f.feed(testing::mmap_record(test::kSampleType, UINT32_MAX, 0, 0xffffffff81000000, 0x300,
+  f.feed(testing::mmap_record(testing::Feeder::kSampleType, UINT32_MAX, 0, 0xffffffff81000000, 0x300,
                               0xffffffff81000000, "[kernel.kallsyms]_text", {}, perf::kMiscKernel));
-  f.feed(testing::mmap_record(test::kSampleType, UINT32_MAX, 0, 0xffffffffc0001000, 0x200, 0,
+  f.feed(testing::mmap_record(testing::Feeder::kSampleType, UINT32_MAX, 0, 0xffffffffc0001000, 0x200, 0,
                               "[mymod]", {}, perf::kMiscKernel));
   sym.finish();
   const std::vector<Case> cases = {
@@ -212,7 +212,7 @@ TEST(KernelSymbolsTest, BpfTimelineWinsOverSnapshot) {
   perfdata::Features features;
   features.kallsyms = kSnapshot;
   Symbolizer sym(features, {});
-  test::Feeder f(sym);
+  testing::Feeder f(sym);
   f.ksym(0, 0xffffffffc0002000, 0x80, "bpf_prog_0123456789abcdef_foo");
   f.ksym(40, 0xffffffffc0002000, 0x80, "bpf_prog_0123456789abcdef_foo", true);
   sym.finish();

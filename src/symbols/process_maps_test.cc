@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "symbols/elf_symbols.h"
-#include "symbols/test_support.h"
+#include "testing/symbolizer_feeder.h"
 
 extern "C" __attribute__((noinline, used)) int bpfprof_symbols_test_target(int x) {
   asm volatile("" ::: "memory");
@@ -67,7 +67,7 @@ class ProcessMapsTest : public ::testing::Test {
 
 TEST_F(ProcessMapsTest, ResolvesOwnFunctionAcrossForkExecAndReuse) {
   Symbolizer sym(features_, {});
-  test::Feeder f(sym);
+  testing::Feeder f(sym);
   const uint64_t len = self_.end - self_.start;
   f.comm(0, 1000, 1000, "parent");
   f.mmap2(0, 1000, self_.start, len, self_.pgoff, self_.path);
@@ -119,12 +119,12 @@ TEST_F(ProcessMapsTest, BuildIdMismatchAndSymfs) {
     w.u8(static_cast<uint8_t>(id.size())).u8(0).u16(0);
     for (size_t i = 0; i < 20; ++i) w.u8(i < id.size() ? id[i] : 0);
     w.u32(5).u32(0).padded_string(self_.path);
-    return w.bytes(testing::sample_id_trailer(test::kSampleType, test::Feeder::at(0))).finish();
+    return w.bytes(testing::sample_id_trailer(testing::Feeder::kSampleType, testing::Feeder::at(0))).finish();
   };
   std::vector<uint8_t> wrong = real;
   wrong[0] ^= 0xff;
   Symbolizer sym(features_, {});
-  test::Feeder f(sym);
+  testing::Feeder f(sym);
   f.feed(mmap2_with_build_id(1, real));
   f.feed(mmap2_with_build_id(2, wrong));
   sym.finish();
@@ -138,7 +138,7 @@ TEST_F(ProcessMapsTest, BuildIdMismatchAndSymfs) {
   Symbolizer::Options o;
   o.symfs = "/nonexistent-symfs";
   Symbolizer moved(features_, o);
-  test::Feeder g(moved);
+  testing::Feeder g(moved);
   g.mmap2(0, 1, self_.start, self_.end - self_.start, self_.pgoff, self_.path);
   moved.finish();
   EXPECT_EQ(moved.lookup(1, target_, 5, false).unknown, Unknown::kNoElf);
@@ -147,7 +147,7 @@ TEST_F(ProcessMapsTest, BuildIdMismatchAndSymfs) {
 // Pass 2 is parallel: the first lookups race on the lazy ELF load.
 TEST_F(ProcessMapsTest, ParallelLookupsShareOneLazyLoad) {
   Symbolizer sym(features_, {});
-  test::Feeder f(sym);
+  testing::Feeder f(sym);
   for (uint32_t pid = 1; pid <= 8; ++pid) {
     f.mmap2(0, pid, self_.start, self_.end - self_.start, self_.pgoff, self_.path);
   }
@@ -168,7 +168,7 @@ TEST_F(ProcessMapsTest, ParallelLookupsShareOneLazyLoad) {
 
 TEST_F(ProcessMapsTest, CppNamesDemangled) {
   Symbolizer sym(features_, {});
-  test::Feeder f(sym);
+  testing::Feeder f(sym);
   f.mmap2(0, 1, self_.start, self_.end - self_.start, self_.pgoff, self_.path);
   sym.finish();
   const auto fn = reinterpret_cast<uint64_t>(&is_fileless_mapping);
@@ -184,7 +184,7 @@ TEST_F(ProcessMapsTest, LazyDemanglingGivesOneViewToEveryThread) {
   if (fn < self_.start || fn >= self_.end) GTEST_SKIP() << "function outside the mapped text";
   for (int round = 0; round < 20; round++) {
     Symbolizer sym(features_, {});
-    test::Feeder f(sym);
+    testing::Feeder f(sym);
     f.mmap2(0, 1, self_.start, self_.end - self_.start, self_.pgoff, self_.path);
     sym.finish();
     std::vector<std::string_view> seen(4);
@@ -212,7 +212,7 @@ TEST_F(ProcessMapsTest, FilelessMappings) {
 TEST(CommTest, LatestAtOrBeforeTime) {
   perfdata::Features features;
   Symbolizer sym(features, {});
-  test::Feeder f(sym);
+  testing::Feeder f(sym);
   f.comm(0, 10, 10, "bash");
   f.comm(100, 10, 10, "ls", /*exec=*/true);
   f.fork(150, 10, 10, 11, 10);  // a thread inherits the name
@@ -236,7 +236,7 @@ TEST(CommTest, LatestAtOrBeforeTime) {
 TEST(CommTest, TwoRecordingsAnswerForThemselves) {
   perfdata::Features features;
   Symbolizer a(features, {}), b(features, {});
-  test::Feeder fa(a), fb(b);
+  testing::Feeder fa(a), fb(b);
   fa.comm(0, 10, 10, "first");
   fb.comm(0, 10, 10, "second");
   fb.comm(50, 10, 10, "renamed");

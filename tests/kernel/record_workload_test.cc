@@ -19,7 +19,7 @@
 #include "perf/abi.h"
 #include "perfdata/reader.h"
 #include "testing/subprocess.h"
-#include "tests/kernel/recording.h"
+#include "testing/recording.h"
 
 namespace bpfprof::testing {
 namespace {

@@ -12,7 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "testing/subprocess.h"
-#include "tests/kernel/recording.h"
+#include "testing/recording.h"
 
 namespace bpfprof::testing {
 namespace {

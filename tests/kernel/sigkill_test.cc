@@ -22,7 +22,7 @@
 
 #include "perfdata/reader.h"
 #include "testing/subprocess.h"
-#include "tests/kernel/recording.h"
+#include "testing/recording.h"
 
 namespace bpfprof::testing {
 namespace {

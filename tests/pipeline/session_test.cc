@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "analysis/aggregate.h"
-#include "perfdata/test_util.h"
+#include "testing/perfdata_fixtures.h"
 #include "report/render.h"
 #include "script/script.h"
 #include "testing/subprocess.h"
@@ -27,7 +27,7 @@ using bpfprof::testing::ByteVec;
 using bpfprof::testing::SampleValues;
 using bpfprof::testing::TrailerValues;
 
-constexpr uint64_t kSampleType = perfdata::test::kSampleType | PERF_SAMPLE_CALLCHAIN;
+constexpr uint64_t kSampleType = testing::kSampleType | PERF_SAMPLE_CALLCHAIN;
 // A FINISHED_ROUND header (type 68, size 8) read as one u64.
 constexpr uint64_t kFakeHeader = uint64_t{perf::kRecordFinishedRound} | (uint64_t{8} << 48);
 
@@ -37,10 +37,10 @@ struct Shape {
 };
 
 std::string write_recording(const std::string& path, const Shape& shape) {
-  auto w = perfdata::FileWriter::create(path, perfdata::test::two_attrs(kSampleType));
+  auto w = perfdata::FileWriter::create(path, testing::two_attrs(kSampleType));
   if (!w.ok()) return w.error().to_string();
   auto side = [](uint64_t time) {
-    return TrailerValues{0, 0, time, perfdata::test::kDummyId, 0, 0};
+    return TrailerValues{0, 0, time, testing::kDummyId, 0, 0};
   };
   auto put = [&](const ByteVec& r) { return w->append(r).ok(); };
   constexpr uint64_t kA = 0xffffffffc0001000;
@@ -53,7 +53,7 @@ std::string write_recording(const std::string& path, const Shape& shape) {
   auto sample = [&](uint64_t i, uint64_t time, size_t chain) {
     state = state * 6364136223846793005ULL + 1442695040888963407ULL;
     SampleValues s;
-    s.id = perfdata::test::kSampleId;
+    s.id = testing::kSampleId;
     s.ip = kA + (state >> 33) % 0x200;
     s.pid = s.tid = static_cast<uint32_t>(1 + i % 3);
     s.time = time;
@@ -163,14 +163,14 @@ TEST(ScriptLines, AThreadRenamedMidwayIsPrintedUnderEachNameInTurn) {
   bpfprof::testing::TempDir dir;
   const std::string path = dir.file("renamed.data");
   {
-    auto w = perfdata::FileWriter::create(path, perfdata::test::two_attrs(kSampleType));
+    auto w = perfdata::FileWriter::create(path, testing::two_attrs(kSampleType));
     ASSERT_TRUE(w.ok());
     auto side = [](uint64_t time) {
-      return TrailerValues{7, 7, time, perfdata::test::kDummyId, 0, 3};
+      return TrailerValues{7, 7, time, testing::kDummyId, 0, 3};
     };
     auto sample = [](uint64_t time) {
       SampleValues s;
-      s.id = perfdata::test::kSampleId;
+      s.id = testing::kSampleId;
       s.ip = 0x401000;
       s.pid = s.tid = 7;
       s.cpu = 3;
@@ -229,10 +229,10 @@ TEST(ScriptLines, NumbersOfEveryWidthAndNamesOfAnyScriptMatchTheFormat) {
   }
   const std::map<uint32_t, std::string> comms = {{7, "ascii-name"}, {8, "caf\xc3\xa9-\xc3\xbc"}};
   {
-    auto w = perfdata::FileWriter::create(path, perfdata::test::two_attrs(kSampleType));
+    auto w = perfdata::FileWriter::create(path, testing::two_attrs(kSampleType));
     ASSERT_TRUE(w.ok());
     auto side = [](uint32_t pid) {
-      return TrailerValues{pid, pid, 1, perfdata::test::kDummyId, 0, 3};
+      return TrailerValues{pid, pid, 1, testing::kDummyId, 0, 3};
     };
     ASSERT_TRUE(w->append(bpfprof::testing::ksymbol_record(kSampleType, kProg, 0xfffffff0,
                                                            perf::kKsymTypeBpf, 0, "wide_prog",
@@ -243,7 +243,7 @@ TEST(ScriptLines, NumbersOfEveryWidthAndNamesOfAnyScriptMatchTheFormat) {
     }
     for (const Line& l : lines) {
       SampleValues s;
-      s.id = perfdata::test::kSampleId;
+      s.id = testing::kSampleId;
       s.ip = l.ip;
       s.pid = s.tid = l.pid;
       s.cpu = l.cpu;
@@ -279,10 +279,10 @@ TEST(ScriptLines, AnAddressReusedByAnotherProgramIsNamedByTheProgramAliveThen) {
   const std::string path = dir.file("reused.data");
   constexpr uint64_t kAddr = 0xffffffffc0004000, kIp = kAddr + 0x24;
   {
-    auto w = perfdata::FileWriter::create(path, perfdata::test::two_attrs(kSampleType));
+    auto w = perfdata::FileWriter::create(path, testing::two_attrs(kSampleType));
     ASSERT_TRUE(w.ok());
     auto side = [](uint64_t time) {
-      return TrailerValues{0, 0, time, perfdata::test::kDummyId, 0, 0};
+      return TrailerValues{0, 0, time, testing::kDummyId, 0, 0};
     };
     using bpfprof::testing::ksymbol_record;
     auto ksym = [&](uint64_t time, const std::string& name, bool unregister) {
@@ -300,7 +300,7 @@ TEST(ScriptLines, AnAddressReusedByAnotherProgramIsNamedByTheProgramAliveThen) {
         ASSERT_TRUE(ksym(t, "bpf_prog_bbbbbbbbbbbbbbbb_second", false));
       }
       SampleValues v;
-      v.id = perfdata::test::kSampleId;
+      v.id = testing::kSampleId;
       v.ip = kIp;
       v.pid = v.tid = 5;
       v.cpu = 1;
@@ -351,10 +351,10 @@ TEST(SessionPass1, GuessedBoundaryInsideARecordFallsBackToOneWalk) {
 // Three BPF programs, the third reusing the first one's address after it is
 // unloaded; four processes; samples spread unevenly over 40 chunks.
 std::string write_reuse_recording(const std::string& path) {
-  auto w = perfdata::FileWriter::create(path, perfdata::test::two_attrs(kSampleType));
+  auto w = perfdata::FileWriter::create(path, testing::two_attrs(kSampleType));
   if (!w.ok()) return w.error().to_string();
   auto side = [&](uint64_t time) {
-    return TrailerValues{0, 0, time, perfdata::test::kDummyId, 0, 0};
+    return TrailerValues{0, 0, time, testing::kDummyId, 0, 0};
   };
   using bpfprof::testing::comm_record;
   using bpfprof::testing::ksymbol_record;
@@ -390,7 +390,7 @@ std::string write_reuse_recording(const std::string& path) {
     state = state * 6364136223846793005ULL + 1442695040888963407ULL;
     const uint64_t r = state >> 33;
     SampleValues s;
-    s.id = perfdata::test::kSampleId;
+    s.id = testing::kSampleId;
     // Early samples spread over more distinct addresses (costlier chunks).
     const uint64_t spread = i < kSamples / 8 ? 0x1f0 : 0x20;
     s.ip = (r % 3 == 0 ? kB : kA) + (r >> 8) % spread;

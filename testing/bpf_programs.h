@@ -15,7 +15,7 @@
 #include "base/error.h"
 #include "base/unique_fd.h"
 
-namespace bpfprof::bpf::testing {
+namespace bpfprof::testing {
 
 struct BpfObjectCloser {
   void operator()(bpf_object* o) const { bpf_object__close(o); }
@@ -65,4 +65,4 @@ inline Result<UniqueFd> load_raw_prog(const std::string& name, bool with_subprog
   return UniqueFd(fd);
 }
 
-}  // namespace bpfprof::bpf::testing
+}  // namespace bpfprof::testing

@@ -11,7 +11,7 @@
 #include "perfdata/writer.h"
 #include "testing/record_builder.h"
 
-namespace bpfprof::perfdata::test {
+namespace bpfprof::testing {
 
 inline constexpr uint64_t kSampleType = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP |
                                         PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU |
@@ -31,13 +31,13 @@ inline perf_event_attr make_attr(uint32_t type, uint64_t config,
 }
 
 // cpu-clock sampling (ids 101, 102) and a dummy side-band event (ids 201, 202).
-inline std::vector<AttrEntry> two_attrs(uint64_t sample_type = kSampleType) {
-  AttrEntry clock{make_attr(PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CPU_CLOCK, sample_type), "cpu-clock",
+inline std::vector<perfdata::AttrEntry> two_attrs(uint64_t sample_type = kSampleType) {
+  perfdata::AttrEntry clock{make_attr(PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CPU_CLOCK, sample_type), "cpu-clock",
                   {kSampleId, kSampleId + 1}};
   perf_event_attr d = make_attr(PERF_TYPE_SOFTWARE, PERF_COUNT_SW_DUMMY, sample_type);
   d.sample_period = 1;
   d.mmap = d.comm = d.task = d.mmap2 = d.comm_exec = d.ksymbol = d.bpf_event = 1;
-  AttrEntry dummy{d, "dummy:u", {kDummyId, kDummyId + 1}};
+  perfdata::AttrEntry dummy{d, "dummy:u", {kDummyId, kDummyId + 1}};
   return {clock, dummy};
 }
 
@@ -74,4 +74,4 @@ inline bpf::ProgInfo demo_prog(uint32_t id, uint64_t addr) {
   return p;
 }
 
-}  // namespace bpfprof::perfdata::test
+}  // namespace bpfprof::testing

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "tests/kernel/recording.h"
+#include "testing/recording.h"
 
 #include <fstream>
 

@@ -12,17 +12,16 @@
 #include <vector>
 
 #include "perfdata/file_format.h"
-#include "perfdata/test_util.h"
+#include "testing/perfdata_fixtures.h"
 #include "testing/record_builder.h"
 
-namespace bpfprof::perfdata::test {
+namespace bpfprof::testing {
 
-using testing::ByteVec;
 
 inline ByteVec pipe_header() {
   ByteVec out;
-  append_pod(out, kMagic);
-  append_pod(out, kPipeHeaderSize);
+  append_pod(out, perfdata::kMagic);
+  append_pod(out, perfdata::kPipeHeaderSize);
   return out;
 }
 
@@ -31,7 +30,7 @@ inline ByteVec pipe_header() {
 inline ByteVec header_attr_record(const perf_event_attr& attr, const std::vector<uint64_t>& ids,
                                   uint32_t attr_size = perf::kAttrSizeWritten,
                                   size_t ids_at = 8 + perf::kAttrSizeWritten) {
-  testing::RecordWriter w(perf::kRecordHeaderAttr, 0);
+  RecordWriter w(perf::kRecordHeaderAttr, 0);
   perf_event_attr a = attr;
   a.size = attr_size;
   ByteVec body(ids_at - 8);
@@ -42,21 +41,20 @@ inline ByteVec header_attr_record(const perf_event_attr& attr, const std::vector
 }
 
 inline ByteVec header_feature_record(uint64_t feat, const std::vector<std::byte>& payload) {
-  testing::RecordWriter w(perf::kRecordHeaderFeature, 0);
+  RecordWriter w(perf::kRecordHeaderFeature, 0);
   w.u64(feat).bytes(ByteVec(payload.begin(), payload.end()));
   return w.finish();
 }
 
 inline ByteVec event_update_name_record(uint64_t id, std::string_view name) {
-  testing::RecordWriter w(kRecordEventUpdate, 0);
-  w.u64(kEventUpdateName).u64(id).padded_string(name);
+  RecordWriter w(perfdata::kRecordEventUpdate, 0);
+  w.u64(perfdata::kEventUpdateName).u64(id).padded_string(name);
   return w.finish();
 }
 
 // A few records of every kind the reader cares about, attributed to the
 // two_attrs() ids: synthesized COMM/KSYMBOL/BPF_EVENT, samples, a FINISHED_ROUND.
 inline ByteVec mixed_records(size_t samples = 6) {
-  using namespace bpfprof::testing;
   const TrailerValues synth{7, 7, 0, 0, 0, 0};
   const TrailerValues live{7, 7, 5000, kDummyId, 0, 1};
   const uint8_t tag[8] = {1, 2, 3, 4, 5, 6, 7, 8};
@@ -104,7 +102,7 @@ inline ByteVec compressed_records(const ByteVec& records, size_t max_payload = 6
   ByteVec out;
   for (size_t at = 0; at < zlen; at += max_payload) {
     const size_t n = std::min(max_payload, zlen - at);
-    testing::RecordWriter w(perf::kRecordCompressed, 0);
+    RecordWriter w(perf::kRecordCompressed, 0);
     w.bytes(ByteVec(z.begin() + static_cast<ptrdiff_t>(at),
                     z.begin() + static_cast<ptrdiff_t>(at + n)));
     ByteVec r = w.finish();
@@ -115,20 +113,20 @@ inline ByteVec compressed_records(const ByteVec& records, size_t max_payload = 6
 
 // A pipe-mode stream as perf record -o - writes it: attrs, features + end
 // marker, names, then `records`.
-inline ByteVec pipe_stream(const ByteVec& records, const Features& features = {}) {
+inline ByteVec pipe_stream(const ByteVec& records, const perfdata::Features& features = {}) {
   ByteVec out = pipe_header();
-  std::vector<EventDescEntry> none;
-  for (const AttrEntry& a : two_attrs()) {
+  std::vector<perfdata::EventDescEntry> none;
+  for (const perfdata::AttrEntry& a : two_attrs()) {
     ByteVec r = header_attr_record(a.attr, a.ids);
     out.insert(out.end(), r.begin(), r.end());
   }
-  for (const auto& [feat, payload] : encode_features(features, none)) {
+  for (const auto& [feat, payload] : perfdata::encode_features(features, none)) {
     ByteVec r = header_feature_record(static_cast<uint64_t>(feat), payload);
     out.insert(out.end(), r.begin(), r.end());
   }
-  ByteVec end = header_feature_record(kFeatLast61, {});
+  ByteVec end = header_feature_record(perfdata::kFeatLast61, {});
   out.insert(out.end(), end.begin(), end.end());
-  for (const AttrEntry& a : two_attrs()) {
+  for (const perfdata::AttrEntry& a : two_attrs()) {
     ByteVec r = event_update_name_record(a.ids[0], a.name);
     out.insert(out.end(), r.begin(), r.end());
   }
@@ -136,4 +134,4 @@ inline ByteVec pipe_stream(const ByteVec& records, const Features& features = {}
   return out;
 }
 
-}  // namespace bpfprof::perfdata::test
+}  // namespace bpfprof::testing
