@@ -26,6 +26,7 @@ Result<ReportData> load_recording(const std::string& path, const LoadOptions& op
   AggregateOptions agg;
   agg.stacks = options.stacks;
   agg.lines = options.lines;
+  agg.cgroups = options.cgroups && (*session)->samples_have_cgroups();
   agg.threads = options.threads;
   ReportData data = aggregate(**session, agg);
   add_bpf_addresses(data, (*session)->symbolizer());

@@ -23,6 +23,8 @@ struct LoadOptions {
   unsigned threads = 0;  // 0 = one per CPU
   bool stacks = true;    // whole callchains (pprof, folded); false = leaf frames only
   bool lines = false;    // BPF source lines on BPF frames
+  // Each sample's cgroup, where the recording has them (pprof's `cgroup` label).
+  bool cgroups = false;
   WalkProgress* progress = nullptr;  // both passes report here (SessionOptions::progress)
 };
 

@@ -141,6 +141,13 @@ Status Session::pass1(const SessionOptions& options) {
   return ok_status();
 }
 
+bool Session::samples_have_cgroups() const {
+  const std::vector<perfdata::FileAttr>& attrs = reader_.attrs();
+  return std::any_of(attrs.begin(), attrs.end(), [](const perfdata::FileAttr& a) {
+    return (a.attr.sample_type & PERF_SAMPLE_CGROUP) != 0;
+  });
+}
+
 size_t Session::chunk_count() const {
   if (sample_count_ == 0) return 0;
   return compressed_ ? 1 : chunk_starts_.size();

@@ -67,6 +67,9 @@ class Session {
   static constexpr uint64_t kChunkSamples = 4096;
   size_t chunk_count() const;
   bool compressed() const { return compressed_; }
+  // Whether samples carry their task's cgroup (PERF_SAMPLE_CGROUP: recorded
+  // with `record --cgroup` or perf's --all-cgroups).
+  bool samples_have_cgroups() const;
   // Calls fn for every sample (with a known attr) of chunks [first, last), in
   // file order. Views are valid during the call only. Calls on disjoint chunk
   // ranges may run in parallel, except for compressed files (one chunk).

@@ -107,6 +107,8 @@ int run_export(const ExportFlags& f) {
 
   analysis::AggregateOptions agg;
   agg.stacks = true;
+  // pprof's `cgroup` label; recordings without cgroups aggregate as before.
+  agg.cgroups = f.format == "pprof" && (*session)->samples_have_cgroups();
   agg.threads = f.jobs;
   std::string filters;
   if (f.pid >= 0) {

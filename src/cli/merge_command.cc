@@ -27,6 +27,7 @@ Result<analysis::ReportData> load(const MergeFlags& f, size_t i, ProgressMeter& 
   o.kallsyms = f.kallsyms;
   o.threads = f.jobs;
   o.stacks = true;
+  o.cgroups = f.format == "pprof";  // its `cgroup` label
   o.progress = meter.progress();
   if (i > 0) meter.next_file(input_label(f, i));
   return analysis::load_recording(f.inputs[i], o);

@@ -245,6 +245,10 @@ void PprofBuilder::Impl::add(const analysis::ReportData& data, std::string_view 
     }
     str_label(labels, "comm", key.thread.comm);
     num_label(labels, "pid", key.thread.pid);
+    // The sampled task's cgroup where the sample carries one (record --cgroup).
+    if (!key.thread.cgroup.empty() && key.thread.cgroup != "[unknown]") {
+      str_label(labels, "cgroup", key.thread.cgroup);
+    }
     if (!host.empty()) str_label(labels, "host", host);
 
     std::string skey;

@@ -172,6 +172,31 @@ TEST(Pprof, BpfLeafSamplesCarryProgramLabels) {
   }
 }
 
+// A sample's cgroup (record --cgroup) is its `cgroup` label; a sample
+// without one ([unknown]) and a report that did not ask (empty) get none.
+TEST(Pprof, SamplesInACgroupCarryItsLabel) {
+  analysis::ReportData d = make_report(42, "");
+  auto& p = d.profile;
+  auto main = p.add_frame({"main", "/usr/bin/w", "", FrameKind::kUser});
+  for (int i = 0; i < 3; i++) {
+    p.add_sample(p.add_stack({main}), {7, 7, "w", "/system.slice/docker-ab.scope"}, 100, 1);
+  }
+  for (int i = 0; i < 2; i++) p.add_sample(p.add_stack({main}), {8, 8, "w", "[unknown]"}, 100, 1);
+  pb::Profile out = decode(render_pprof(d));
+  View v{out};
+  std::map<std::string, int64_t> by_cgroup;
+  for (const pb::Sample& x : out.sample()) {
+    auto labels = v.labels(x);
+    by_cgroup[labels.count("cgroup") ? labels["cgroup"] : "(none)"] += x.value(0);
+    if (labels.count("cgroup")) {
+      EXPECT_EQ(labels["pid"], "#7");
+    }
+  }
+  EXPECT_EQ(by_cgroup["/system.slice/docker-ab.scope"], 3);
+  EXPECT_EQ(by_cgroup["(none)"], 11 + 2);
+  EXPECT_EQ(by_cgroup.size(), 2u);
+}
+
 TEST(Pprof, BpfOnlyKeepsBpfLeaves) {
   pb::Profile p = decode(render_pprof(make_report(42, "box"), true));
   View v{p};

@@ -3,13 +3,14 @@
 // the test creates — one before recording (synthesized at start), one during
 // it (a live CGROUP record). The file must name both cgroups with their ids,
 // give each process's samples its cgroup, report them by `--sort cgroup`,
-// and Linux perf must read it (`perf report --sort cgroup`, `perf script`;
-// perf 6.1's script has no cgroup field).
+// label each pprof sample with it, and Linux perf must read it (`perf report
+// --sort cgroup`, `perf script`; perf 6.1's script has no cgroup field).
 // Ground truth (pids, cgroup ids) is what the workload script writes.
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <set>
 #include <sstream>
@@ -18,8 +19,10 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "export/gzip.h"
 #include "perf/records.h"
 #include "perfdata/reader.h"
+#include "proto/profile.pb.h"
 #include "testing/subprocess.h"
 
 namespace bpfprof::testing {
@@ -146,6 +149,46 @@ TEST(CgroupKernelTest, RecordsWhichCgroupPaidAndPerfReadsIt) {
   EXPECT_EQ(cgroup_of_pid[std::to_string(pid_a) + ":sh"], "/" + name + "-a");
   EXPECT_EQ(cgroup_of_pid[std::to_string(pid_b) + ":sh"], "/" + name + "-b");
   EXPECT_FALSE(j["diagnostics"].contains("cgroup_unknown")) << j["diagnostics"].dump();
+
+  // pprof: every sample carries its cgroup as a label; each burner's most
+  // sampled cgroup is its own.
+  const std::string pb_path = dir.file("cg.pb.gz");
+  RunResult exp = run({kBin + "/bpfprof", "export", "-q", "-i", data, "--format", "pprof", "-o",
+                       pb_path});
+  ASSERT_EQ(exp.exit_code, 0) << exp.err;
+  std::ifstream pb_in(pb_path, std::ios::binary);
+  const std::string gz((std::istreambuf_iterator<char>(pb_in)), std::istreambuf_iterator<char>());
+  auto raw = exporter::gzip_decompress(gz);
+  ASSERT_TRUE(raw.ok()) << raw.error().to_string();
+  perftools::profiles::Profile prof;
+  ASSERT_TRUE(prof.ParseFromString(*raw));
+  auto str = [&](int64_t i) { return prof.string_table(static_cast<int>(i)); };
+  std::map<int64_t, std::map<std::string, int64_t>> labeled;  // pid -> cgroup -> samples
+  int64_t total = 0, with_cgroup = 0;
+  for (const auto& s : prof.sample()) {
+    int64_t pid = -1;
+    std::string cgroup;
+    for (const auto& l : s.label()) {
+      if (str(l.key()) == "pid") pid = l.num();
+      if (str(l.key()) == "cgroup") cgroup = str(l.str());
+    }
+    total += s.value(0);
+    if (cgroup.empty()) continue;
+    with_cgroup += s.value(0);
+    labeled[pid][cgroup] += s.value(0);
+  }
+  EXPECT_GT(total, 0);
+  EXPECT_EQ(with_cgroup, total) << "every sample of a --cgroup recording has a cgroup";
+  auto most = [](const std::map<std::string, int64_t>& m) {
+    std::string best;
+    int64_t n = -1;
+    for (const auto& [k, v] : m) {
+      if (v > n) best = k, n = v;
+    }
+    return best;
+  };
+  EXPECT_EQ(most(labeled[pid_a]), "/" + name + "-a");
+  EXPECT_EQ(most(labeled[pid_b]), "/" + name + "-b");
 
   // Linux perf reads the file and names the cgroups the same.
   RunResult perf_rep = run({"perf", "report", "-i", data, "--stdio", "--sort", "cgroup,pid"});
