@@ -19,19 +19,11 @@ class EnrichmentRenderTest : public ::testing::Test {
   void SetUp() override {
     d_.header.start_ns = 1'000'000'000;
     d_.header.end_ns = 2'000'000'000;
-    d_.programs.push_back(analysis::ProgramRow{42,
-                                               "burn",
-                                               "0011223344556677",
-                                               1'100'000'000,
-                                               1'900'000'000,
-                                               6,
+    d_.programs.push_back(analysis::ProgramRow{42, "burn", "0011223344556677", 1'100'000'000,
+                                               1'900'000'000, 6,
                                                {{"bpf_prog_0011223344556677_burn", 6}}});
-    d_.programs.push_back(analysis::ProgramRow{43,
-                                               "short",
-                                               "8899aabbccddeeff",
-                                               1'200'000'000,
-                                               1'200'500'000,
-                                               0,
+    d_.programs.push_back(analysis::ProgramRow{43, "short", "8899aabbccddeeff", 1'200'000'000,
+                                               1'200'500'000, 0,
                                                {{"bpf_prog_8899aabbccddeeff_short", 0}}});
     perfdata::EnrichmentSection e;
     e.sched = perfdata::EnricherSched::kFifo;

@@ -25,16 +25,12 @@ class RenderTest : public ::testing::Test {
     d_.header.end_ns = 1'500'000'000;
     d_.header.lost = 3;
     d_.header.throttled = 1;
-    d_.programs.push_back(analysis::ProgramRow{
-        42,
-        "burn",
-        "0011223344556677",
-        1'100'000'000,
-        1'200'000'000,
-        6,
-        {{"bpf_prog_0011223344556677_burn", 4}, {"bpf_prog_0011223344556677_sub", 2}}});
+    d_.programs.push_back(analysis::ProgramRow{42, "burn", "0011223344556677", 1'100'000'000,
+                                               1'200'000'000, 6,
+                                               {{"bpf_prog_0011223344556677_burn", 4},
+                                                {"bpf_prog_0011223344556677_sub", 2}}});
     d_.programs.push_back(analysis::ProgramRow{7, "idle", "8899aabbccddeeff", 0, std::nullopt, 0,
-                                     {{"bpf_prog_8899aabbccddeeff_idle", 0}}});
+                                               {{"bpf_prog_8899aabbccddeeff_idle", 0}}});
     auto& p = d_.profile;
     auto burn = p.add_frame({"bpf_prog_0011223344556677_burn", "[bpf]", "", FrameKind::kBpf, 1, 0});
     auto sub = p.add_frame({"bpf_prog_0011223344556677_sub", "[bpf]", "", FrameKind::kBpf, 1, 1});
