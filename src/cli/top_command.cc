@@ -21,6 +21,10 @@ CLI::App* add_top_command(CLI::App& app, TopFlags& f) {
   cmd->add_option("-d,--delay", f.refresh_s, "Seconds between refreshes (default 1)")
       ->check(CLI::PositiveNumber);
   cmd->add_flag("--stdio", f.stdio, "Plain text, one block per refresh, instead of the screen");
+  cmd->add_option("--format", f.format,
+                  "Output format: text (the screen, or --stdio) or json (one object per refresh, "
+                  "a line each, on stdout)")
+      ->check(CLI::IsMember({"text", "json"}));
   cmd->add_option("-C,--cpu", f.cpu_list, "Sample only these CPUs (e.g. 0-3,5)");
   cmd->add_option("-n,--refreshes", f.refreshes, "Stop after this many refreshes");
   cmd->add_flag("--no-bpf-stats", f.no_run_stats,
@@ -35,6 +39,7 @@ int run_top(const TopFlags& f) {
   o.live.run_stats = !f.no_run_stats;
   o.refresh_s = f.refresh_s;
   o.stdio = f.stdio;
+  o.json = f.format == "json";
   if (f.refreshes) o.refreshes = f.refreshes;
   if (!f.cpu_list.empty()) {
     auto cpus = perf::parse_cpu_list(f.cpu_list);

@@ -19,6 +19,7 @@ struct TopFlags {
   uint64_t frequency = top::kDefaultFrequency;
   double refresh_s = 1.0;
   bool stdio = false;
+  std::string format = "text";
   std::string cpu_list;
   uint64_t refreshes = 0;  // 0: until quit
   bool no_run_stats = false;

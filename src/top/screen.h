@@ -46,6 +46,10 @@ struct ScreenSize {
 std::vector<Line> format_screen(const Model& model, const ViewState& view,
                                 const SessionInfo& info, const ScreenSize& size);
 
+// One refresh as one line of JSON (no newline): the interval's figures, every
+// program (sorted by CPU%) and the `symbol_rows` hottest leaf symbols.
+std::string format_json(const Model& model, const SessionInfo& info, size_t symbol_rows);
+
 // The lines shown before the first refresh has data.
 std::vector<Line> format_waiting(const SessionInfo& info, double refresh_s);
 

@@ -59,7 +59,7 @@ Status run_top(const TopOptions& o, std::FILE* out,
   info.run_stats_note = session->run_stats_note();
 
   std::unique_ptr<View> view;
-  if (o.stdio) {
+  if (o.stdio || o.json) {
     view = std::make_unique<StdioView>(out);
   } else {
     BPFPROF_ASSIGN_OR_RETURN(view, CursesView::open());
@@ -68,13 +68,20 @@ Status run_top(const TopOptions& o, std::FILE* out,
   model.set_baseline(session->baseline());
   ViewState state;
   auto draw = [&] {
+    if (o.json) {
+      if (model.refreshes() == 0) return;
+      const std::string line = format_json(model, info, ScreenSize{}.symbol_rows) + "\n";
+      std::fwrite(line.data(), 1, line.size(), out);
+      std::fflush(out);  // a reader sees each refresh whole, when it happens
+      return;
+    }
     if (model.refreshes() == 0) {
       view->show(format_waiting(info, o.refresh_s));
     } else {
       view->show(format_screen(model, state, info, view->size()));
     }
   };
-  if (!o.stdio) draw();
+  if (!o.stdio && !o.json) draw();
 
   const auto period = std::chrono::duration_cast<Clock::duration>(
       std::chrono::duration<double>(o.refresh_s));

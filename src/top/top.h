@@ -19,6 +19,7 @@ struct TopOptions {
   LiveOptions live;
   double refresh_s = 1.0;             // -d
   bool stdio = false;                 // plain periodic text instead of curses
+  bool json = false;                  // one JSON object per refresh (a line) on `out`
   std::optional<uint64_t> refreshes;  // stop after this many (none: until q or a signal)
 };
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Real kernel and real terminal: `bpfprof top` runs while the workload loads
 // a long-lived program and short-lived ones. --stdio prints a block per
-// refresh naming them; the curses screen, driven through a detached tmux
+// refresh naming them, --format json an object per refresh; the curses screen, driven through a detached tmux
 // session of fixed size, shows them, reacts to keys, and on `q` or Ctrl-C
 // exits 0 with the terminal given back to the shell.
 #include <unistd.h>
@@ -12,6 +12,7 @@
 #include <thread>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "testing/subprocess.h"
 
@@ -69,6 +70,39 @@ TEST_F(TopKernelTest, StdioPrintsABlockPerRefreshNamingThePrograms) {
     if (std::sscanf(line.c_str(), "%lf%%", &percent) == 1 && percent > 0) hot = true;
   }
   EXPECT_TRUE(hot) << top.out;
+}
+
+// --format json: one object per refresh, a line each, every line parses and
+// names the workload's programs with their figures.
+TEST_F(TopKernelTest, JsonPrintsAnObjectPerRefresh) {
+  Background workload(workload_argv());
+  RunResult top = run({kBin + "/bpfprof", "top", "--format", "json", "-n", "3", "-d", "1"});
+  if (top.exit_code == 2 && top.err.find("needs CAP") != std::string::npos) {
+    BPFPROF_KERNEL_SKIP("top refused: " + top.err);
+  }
+  ASSERT_EQ(top.exit_code, 0) << top.err;
+  std::istringstream in(top.out);
+  uint64_t refreshes = 0;
+  bool long_hot = false, short_seen = false;
+  for (std::string line; std::getline(in, line);) {
+    const auto j = nlohmann::json::parse(line, nullptr, false);
+    ASSERT_TRUE(j.is_object()) << "not JSON: " << line;
+    EXPECT_EQ(j.at("refresh").get<uint64_t>(), ++refreshes) << line;
+    EXPECT_GT(j.at("seconds").get<double>(), 0) << line;
+    EXPECT_TRUE(j.at("symbols").is_array());
+    EXPECT_TRUE(j.at("run_stats").get<bool>()) << line;
+    uint64_t program_samples = 0;
+    for (const auto& p : j.at("programs")) {
+      EXPECT_EQ(p.at("tag").get<std::string>().size(), 16u) << p;
+      program_samples += p.at("samples").get<uint64_t>();
+      if (p.at("name") == "long_burner" && p.at("cpu_percent").get<double>() > 0) long_hot = true;
+      if (p.at("name") == "burner") short_seen = true;
+    }
+    EXPECT_LE(program_samples, j.at("samples").get<uint64_t>()) << line;
+  }
+  EXPECT_EQ(refreshes, 3u) << top.out;
+  EXPECT_TRUE(long_hot) << top.out;
+  EXPECT_TRUE(short_seen) << top.out;
 }
 
 // tmux on a private socket, one detached session of fixed size.
