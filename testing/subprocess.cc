@@ -143,7 +143,7 @@ std::vector<std::byte> read_file_bytes(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   std::vector<char> c((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   std::vector<std::byte> out(c.size());
-  std::memcpy(out.data(), c.data(), c.size());
+  if (!c.empty()) std::memcpy(out.data(), c.data(), c.size());  // not from null (UBSan)
   return out;
 }
 

@@ -232,7 +232,9 @@ TEST(KallsymsFeatureTest, OldTextRoundTripAndHostileHeaders) {
   ASSERT_EQ(dec->size(), 2000u);
   EXPECT_EQ(dec->name(1999), "sym_1999");
   EXPECT_EQ(dec->addr(0), 0xffffffff81001000u);
-  auto table = KallsymsTable::open(encode_kallsyms(text), 100);
+  // The table is a view into its blob: the blob must outlive it.
+  const std::vector<std::byte> v2 = encode_kallsyms(text);
+  auto table = KallsymsTable::open(v2, 100);
   ASSERT_TRUE(table.ok()) << table.error().to_string();
   for (size_t i = 0; i < table->size(); i++) {
     ASSERT_EQ(table->addr(i), dec->addr(i));

@@ -209,7 +209,9 @@ Status WindowPipeline::run() {
       workers_.wait_until_done(lock, [&] { return slot.done; });
     }
     if (!slot.status.ok()) return slot.status;
-    if (std::fwrite(slot.text.data(), 1, slot.text.size(), out_) != slot.text.size()) {
+    // An empty chunk has no buffer: fwrite from null is undefined even for 0 bytes.
+    if (slot.text.size() > 0 &&
+        std::fwrite(slot.text.data(), 1, slot.text.size(), out_) != slot.text.size()) {
       return make_sys_error("writing the script output", errno);
     }
     // Windows were read through the file's mapping; the ones still to come
