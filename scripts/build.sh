@@ -2,7 +2,7 @@
 # Configures and builds bpfprof into ${BPFPROF_BUILD_DIR:-build} (two jobs: the
 # machines this project runs on have two cores). Arguments name targets to
 # build (default: everything, tests included). BPFPROF_CMAKE_ARGS adds
-# configure options (the sanitizer build: -DBPFPROF_SANITIZE=ON).
+# configure options (the sanitizer builds: -DBPFPROF_SANITIZE=ON, -DBPFPROF_TSAN=ON).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${BPFPROF_BUILD_DIR:-build}

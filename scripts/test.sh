@@ -5,7 +5,7 @@
 # them (system-wide perf_event_open and CAP_BPF/CAP_PERFMON), a skip fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-if [ "$(id -u)" -ne 0 ]; then exec sudo --preserve-env=CI,BPFPROF_BUILD_DIR,BPFPROF_ASAN_BUILD_DIR "$0" "$@"; fi
+if [ "$(id -u)" -ne 0 ]; then exec sudo --preserve-env=CI,BPFPROF_BUILD_DIR,BPFPROF_ASAN_BUILD_DIR,BPFPROF_TSAN_BUILD_DIR "$0" "$@"; fi
 
 scripts/install-deps.sh
 scripts/build.sh
@@ -45,12 +45,13 @@ check_skips "$logs/plain" "plain build"
 summary+=("tests: $(ctest_counts "$logs/plain")")
 scripts/fuzz.sh "${BPFPROF_FUZZ_SECONDS:-20}" || status=1  # libFuzzer targets, short run
 
-# The same tests under sanitizers, in a tree of its own built at -O1 -g1
-# without the benchmark helpers (CMakeLists.txt), run with -j2. Every
-# finding halts the process that made it, so the test fails: ASan and
+# The same tests under sanitizers, each tree in its own directory, built at
+# -O1 -g1 without the benchmark helpers (CMakeLists.txt) and run with -j2.
+# Every finding halts the process that made it, so the test fails: ASan and
 # LeakSanitizer by halt_on_error, UBSan by -fno-sanitize-recover=all.
 export ASAN_OPTIONS=halt_on_error=1:detect_leaks=1
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
 
 # ASan+UBSan: every unit, golden and kernel test once. Left out, each for a
 # reason that is not a finding:
@@ -63,6 +64,35 @@ ctest --test-dir "$asan" -j2 -E "$asan_exclude" --output-on-failure --timeout 90
   tee "$logs/asan" || status=$?
 check_skips "$logs/asan" "ASan+UBSan"
 summary+=("tests under ASan+UBSan: $(ctest_counts "$logs/asan")")
+
+# TSan: the tests whose code runs threads, and only their binaries (a TSan
+# tree costs a build of its own): the recorder with its enricher, capture and
+# tracefs thread (record module and kernel record tests), report's parallel
+# passes (pipeline tests; golden tests, which run report and script with -j
+# and the symbolizer's threads), top. Each binary runs directly, serially
+# (kernel tests among them).
+tsan=${BPFPROF_TSAN_BUILD_DIR:-build-tsan}
+tsan_tests=(src/record/bpfprof_record_test src/record/bpfprof_record_kernel_test
+            tests/bpfprof_kernel_record_test tests/bpfprof_pipeline_test
+            tests/golden/bpfprof_golden_test src/top/bpfprof_top_test
+            src/top/bpfprof_top_kernel_test)
+BPFPROF_BUILD_DIR=$tsan BPFPROF_CMAKE_ARGS=-DBPFPROF_TSAN=ON scripts/build.sh \
+  bpfprof bpfprof-workload "${tsan_tests[@]##*/}"
+tsan_failed=0
+for t in "${tsan_tests[@]}"; do
+  echo "test: under TSan: $t"
+  # From the binary's directory, as ctest runs it.
+  if ! (cd "$tsan/$(dirname "$t")" && timeout 1200 "./$(basename "$t")") >"$logs/tsan.one" 2>&1; then
+    cat "$logs/tsan.one"
+    echo "test: FAILED under TSan: $t"
+    tsan_failed=$((tsan_failed + 1))
+    status=1
+  fi
+  grep -E '^\[  (PASSED|FAILED|SKIPPED) *\]' "$logs/tsan.one" | sed 's/^/  /'
+  cat "$logs/tsan.one" >>"$logs/tsan"
+done
+check_skips "$logs/tsan" "TSan"
+summary+=("test binaries under TSan: $((${#tsan_tests[@]} - tsan_failed)) passed, $tsan_failed failed")
 
 printf '%s\n' "${summary[@]}"
 exit "$status"
