@@ -15,6 +15,7 @@ std::string format_json(const Model& model, const SessionInfo& info, size_t symb
     programs.push_back(Json{{"id", p.id},
                             {"name", p.name},
                             {"tag", p.tag},
+                            {"owner", p.owner},
                             {"samples", p.samples},
                             {"cpu_percent", p.cpu_percent},
                             {"runs", optional(p.runs)},

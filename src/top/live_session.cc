@@ -10,9 +10,11 @@
 #include <set>
 #include <utility>
 
+#include "analysis/aggregate.h"
 #include "bpf/query.h"
 #include "perf/event_open.h"
 #include "record/kernel_maps.h"
+#include "record/owners.h"
 #include "record/synthesize.h"
 #include "symbols/symbolizer.h"
 
@@ -121,6 +123,9 @@ Status LiveSession::synthesize(const Notice& notice) {
   BPFPROF_ASSIGN_OR_RETURN(record::BpfSynthesis bpf,
                            record::synthesize_bpf(synth, kallsyms->bpf, live_ids));
   features_.bpf_prog_info = std::move(bpf.infos);
+  // Who holds the programs loaded before top started (programs loaded later
+  // are owned by their loader, from their BPF_EVENT).
+  features_.owners = record::scan_program_owners(bpf.synthesized);
   auto flush = [&]() -> Status {
     sideband_.insert(sideband_.end(), synth.bytes().begin(), synth.bytes().end());
     synth.clear();
@@ -236,7 +241,8 @@ Result<Interval> LiveSession::end_interval() {
     const bool alive = p.load_time <= end && (!p.unload_time || *p.unload_time >= start);
     if (!alive && by_program[i] == 0) continue;
     iv.programs.push_back(ProgramSample{p.id, p.name, bpf::tag_hex(p.tag), by_program[i],
-                                        p.unload_time.has_value()});
+                                        p.unload_time.has_value(),
+                                        analysis::program_owner(sym, features_, p, nullptr)});
     if (!p.unload_time) loaded.push_back(p.id);
   }
   if (run_stats()) iv.runs = read_runs(loaded);

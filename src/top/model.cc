@@ -45,6 +45,7 @@ void Model::update(const Interval& interval) {
     row.id = s.id;
     row.name = s.name;
     row.tag = s.tag;
+    row.owner = s.owner;
     row.samples = s.samples;
     row.cpu_percent = percent_of(s.samples, interval.samples);
     row.runs.reset();

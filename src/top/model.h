@@ -25,6 +25,7 @@ struct ProgramSample {
   std::string tag;       // 16 hex digits
   uint64_t samples = 0;  // samples whose leaf frame is in its code
   bool unloaded = false; // its PROG_UNLOAD was seen (in this interval or before)
+  std::string owner = "[unknown]";  // as `report` names it: comm[pid] of the loader or holders
 };
 
 // bpf_prog_info counters of a live program, read at the end of the interval.
@@ -62,6 +63,7 @@ struct ProgramRow {
   uint32_t id = 0;
   std::string name;
   std::string tag;
+  std::string owner;
   uint64_t samples = 0;
   double cpu_percent = 0;          // of all samples of the last interval
   // Runs in the last interval and their average cost; none without stats or

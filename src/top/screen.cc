@@ -56,8 +56,8 @@ std::vector<Line> format_screen(const Model& model, const ViewState& view,
 
   const std::vector<ProgramRow> programs = model.programs(view.sort);
   add(out,
-      fmt::format("{:>7} {:>8} {:>10} {:>11} {:>9} {:>7}  {}", "CPU%", "SAMPLES", "RUNS",
-                  "RUNS/s", "AVG ns", "ID", "BPF PROGRAM"),
+      fmt::format("{:>7} {:>8} {:>10} {:>11} {:>9} {:>7}  {:<22}  {}", "CPU%", "SAMPLES", "RUNS",
+                  "RUNS/s", "AVG ns", "ID", "OWNER", "BPF PROGRAM"),
       Line::Style::kHeading, w);
   size_t shown = 0;
   for (const ProgramRow& p : programs) {
@@ -67,9 +67,9 @@ std::vector<Line> format_screen(const Model& model, const ViewState& view,
       break;
     }
     add(out,
-        fmt::format("{:>6.2f}% {:>8} {:>10} {:>11} {:>9} {:>7}  {}{}", p.cpu_percent, p.samples,
-                    count_or_dash(p.runs), real_or_dash(p.runs_per_s, 1),
-                    real_or_dash(p.avg_ns, 0), p.id, p.name, p.gone ? "  [gone]" : ""),
+        fmt::format("{:>6.2f}% {:>8} {:>10} {:>11} {:>9} {:>7}  {:<22}  {}{}", p.cpu_percent,
+                    p.samples, count_or_dash(p.runs), real_or_dash(p.runs_per_s, 1),
+                    real_or_dash(p.avg_ns, 0), p.id, p.owner, p.name, p.gone ? "  [gone]" : ""),
         p.gone ? Line::Style::kGone : Line::Style::kNormal, w);
     shown++;
   }

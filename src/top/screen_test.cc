@@ -12,8 +12,9 @@ Model sample_model() {
   Interval iv;
   iv.seconds = 1;
   iv.samples = 1000;
-  iv.programs = {{11, "long_burner", "aa", 500, false}, {12, "burner", "bb", 100, true},
-                 {13, "other", "cc", 0, false}};
+  iv.programs = {{11, "long_burner", "aa", 500, false, "agent[42]"},
+                 {12, "burner", "bb", 100, true, "[unknown]"},
+                 {13, "other", "cc", 0, false, "[pinned]"}};
   iv.runs = std::vector<RunReading>{{11, 2000, 2000000}, {13, 0, 0}};
   iv.symbols = {{"bpf_prog_aa_long_burner", "[bpf]", symbols::FrameKind::kBpf, 500},
                 {"do_idle", "[kernel.kallsyms]", symbols::FrameKind::kKernel, 300}};
@@ -36,8 +37,9 @@ TEST(ScreenTest, ProgramTableThenSymbols) {
   EXPECT_EQ(lines[0].style, Line::Style::kTitle);
   EXPECT_NE(lines[0].text.find("bpfprof top  refresh 1"), std::string::npos) << lines[0].text;
   EXPECT_NE(text.find("BPF stats on"), std::string::npos);
-  const size_t programs = text.find("BPF PROGRAM");
-  const size_t hot = text.find(" 50.00%      500       2000      2000.0      1000      11  long_burner");
+  const size_t programs = text.find("  OWNER                   BPF PROGRAM");
+  const size_t hot = text.find(" 50.00%      500       2000      2000.0      1000      11  "
+                               "agent[42]               long_burner");
   const size_t gone = text.find("burner  [gone]");
   const size_t symbols = text.find("SYMBOL");
   EXPECT_NE(hot, std::string::npos) << text;

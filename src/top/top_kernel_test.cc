@@ -73,7 +73,7 @@ TEST_F(TopKernelTest, StdioPrintsABlockPerRefreshNamingThePrograms) {
 }
 
 // --format json: one object per refresh, a line each, every line parses and
-// names the workload's programs with their figures.
+// names the workload's programs with their figures and their owner.
 TEST_F(TopKernelTest, JsonPrintsAnObjectPerRefresh) {
   Background workload(workload_argv());
   RunResult top = run({kBin + "/bpfprof", "top", "--format", "json", "-n", "3", "-d", "1"});
@@ -95,6 +95,10 @@ TEST_F(TopKernelTest, JsonPrintsAnObjectPerRefresh) {
     for (const auto& p : j.at("programs")) {
       EXPECT_EQ(p.at("tag").get<std::string>().size(), 16u) << p;
       program_samples += p.at("samples").get<uint64_t>();
+      // The workload loaded them while top ran: their BPF_EVENT names it.
+      if (p.at("name") == "long_burner" || p.at("name") == "burner") {
+        EXPECT_EQ(p.at("owner"), "bpfprof-workloa[" + std::to_string(workload.pid()) + "]") << p;
+      }
       if (p.at("name") == "long_burner" && p.at("cpu_percent").get<double>() > 0) long_hot = true;
       if (p.at("name") == "burner") short_seen = true;
     }
