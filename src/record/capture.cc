@@ -27,11 +27,6 @@ namespace {
 // Where tracefs may already be mounted, newest place first.
 constexpr const char* kTracefsMounts[] = {"/sys/kernel/tracing", "/sys/kernel/debug/tracing"};
 
-// The most one array of one capture may grow to: far above any program
-// (the kernel caps a program at 1M instructions), and a guard against a
-// malformed record claiming an absurd offset.
-constexpr uint64_t kMaxArrayBytes = 256u << 20;
-
 Result<uint64_t> read_id(const std::string& path) {
   std::ifstream in(path);
   uint64_t id = 0;
@@ -60,13 +55,6 @@ int keep_libbpf_message(enum libbpf_print_level level, const char* format, va_li
     if (!s.empty()) *g_libbpf_log = s;
   }
   return 0;
-}
-
-template <class T>
-bool read_pod(std::span<const std::byte> rec, T& out) {
-  if (rec.size() < sizeof(T)) return false;
-  std::memcpy(&out, rec.data(), sizeof(T));
-  return true;
 }
 
 }  // namespace
@@ -106,19 +94,6 @@ struct Capture::State {
   ring_buffer* ring = nullptr;
   int counters_fd = -1;
 
-  // Programs and BTF whose records are arriving.
-  struct Partial {
-    std::vector<CapturedFunc> funcs;
-    std::vector<std::byte> arrays[CAPTURE_NR_ARRAYS];
-    uint64_t received[CAPTURE_NR_ARRAYS] = {};
-  };
-  std::map<uint32_t, Partial> partial;
-  struct PartialBtf {
-    std::vector<std::byte> data;
-    uint64_t received = 0;
-  };
-  std::map<uint32_t, PartialBtf> partial_btf;
-
   ~State() {
     for (bpf_link* l : links) bpf_link__destroy(l);
     if (ring) free_ring();
@@ -131,60 +106,6 @@ struct Capture::State {
 };
 
 namespace {
-
-// The one place a capture becomes a bpf_prog_info entry: the fields the
-// enricher's bpf_obj_get_info_by_fd would report, arrays as it stores them.
-bpf::ProgInfo assemble_prog_info(const capture_prog& p, std::vector<CapturedFunc>& funcs,
-                                 std::vector<std::byte>* arrays) {
-  bpf::ProgInfo out;
-  bpf_prog_info& i = out.info;
-  i.type = p.type;
-  i.id = p.hdr.id;
-  std::memcpy(i.tag, p.tag, sizeof i.tag);
-  std::memcpy(i.name, p.name, sizeof i.name);
-  i.load_time = p.load_time;
-  i.created_by_uid = p.created_by_uid;
-  i.xlated_prog_len = p.xlated_prog_len;
-  i.nr_map_ids = p.nr_map_ids;
-  i.gpl_compatible = (p.flags & CAPTURE_GPL) ? 1 : 0;
-  i.btf_id = p.btf_id;
-  i.verified_insns = p.verified_insns;
-  i.attach_btf_obj_id = p.attach_btf_obj_id;
-  i.attach_btf_id = p.attach_btf_id;
-  i.func_info_rec_size = sizeof(bpf_func_info);
-  i.line_info_rec_size = sizeof(bpf_line_info);
-  i.jited_line_info_rec_size = sizeof(uint64_t);
-
-  auto take = [&](int array, size_t n) {
-    std::vector<std::byte>& a = arrays[array];
-    a.resize(n);
-    return std::move(a);
-  };
-  std::vector<std::byte> image = take(CAPTURE_JITED_INSNS, p.sent[CAPTURE_JITED_INSNS]);
-  out.jited_insns.resize(image.size());
-  if (!image.empty()) std::memcpy(out.jited_insns.data(), image.data(), image.size());
-  for (const CapturedFunc& f : funcs) {
-    out.jited_ksyms.push_back(f.addr);
-    out.jited_func_lens.push_back(f.len);
-    out.prog_tags.push_back(f.tag);
-  }
-  out.func_info = take(CAPTURE_FUNC_INFO, p.sent[CAPTURE_FUNC_INFO]);
-  out.line_info = take(CAPTURE_LINE_INFO, p.sent[CAPTURE_LINE_INFO]);
-  std::vector<std::byte> jited_lines = take(CAPTURE_JITED_LINE_INFO, p.sent[CAPTURE_JITED_LINE_INFO]);
-  out.jited_line_info.resize(jited_lines.size() / sizeof(uint64_t));
-  if (!out.jited_line_info.empty()) {
-    std::memcpy(out.jited_line_info.data(), jited_lines.data(),
-                out.jited_line_info.size() * sizeof(uint64_t));
-  }
-  i.jited_prog_len = static_cast<uint32_t>(out.jited_insns.size());
-  i.nr_jited_ksyms = static_cast<uint32_t>(out.jited_ksyms.size());
-  i.nr_jited_func_lens = static_cast<uint32_t>(out.jited_func_lens.size());
-  i.nr_prog_tags = static_cast<uint32_t>(out.prog_tags.size());
-  i.nr_func_info = p.nr_func_info;
-  i.nr_line_info = p.nr_line_info;
-  i.nr_jited_line_info = p.nr_jited_line_info;
-  return out;
-}
 
 int ring_callback(void* ctx, void* data, size_t size) {
   return static_cast<Capture*>(ctx)->on_record(
@@ -279,80 +200,7 @@ Result<std::unique_ptr<Capture>> Capture::start(const CaptureConfig& config) {
 }
 
 int Capture::on_record(std::span<const std::byte> rec) {
-  capture_header h{};
-  if (!read_pod(rec, h)) {
-    bad_records_++;
-    return 0;
-  }
-  State& s = *state_;
-  switch (h.kind) {
-    case CAPTURE_FUNC: {
-      capture_func f{};
-      if (!read_pod(rec, f)) break;
-      auto& funcs = s.partial[h.id].funcs;
-      if (f.index != funcs.size()) break;  // pieces come in order on one CPU
-      CapturedFunc out;
-      out.addr = f.addr;
-      out.len = f.jited_len;
-      std::memcpy(out.tag.data(), f.tag, out.tag.size());
-      funcs.push_back(out);
-      return 0;
-    }
-    case CAPTURE_CHUNK: {
-      capture_chunk c{};
-      if (!read_pod(rec, c) || c.array >= CAPTURE_NR_ARRAYS || c.len > CAPTURE_CHUNK_MAX ||
-          rec.size() < sizeof c + c.len || uint64_t{c.offset} + c.len > kMaxArrayBytes) {
-        break;
-      }
-      const std::byte* data = rec.data() + sizeof c;
-      std::vector<std::byte>* dst;
-      uint64_t* received;
-      if (c.array == CAPTURE_BTF) {
-        auto& b = s.partial_btf[h.id];
-        dst = &b.data;
-        received = &b.received;
-      } else {
-        auto& p = s.partial[h.id];
-        dst = &p.arrays[c.array];
-        received = &p.received[c.array];
-      }
-      if (dst->size() < c.offset + c.len) dst->resize(c.offset + c.len);
-      std::memcpy(dst->data() + c.offset, data, c.len);
-      *received += c.len;
-      return 0;
-    }
-    case CAPTURE_MISSED:
-      missed_++;
-      if (!captured_.count(h.id)) incomplete_.insert(h.id);
-      return 0;
-    case CAPTURE_PROG: {
-      capture_prog p{};
-      if (!read_pod(rec, p)) break;
-      auto node = s.partial.extract(p.hdr.id);
-      State::Partial part = node ? std::move(node.mapped()) : State::Partial{};
-      bool whole = !(p.flags & CAPTURE_INCOMPLETE) && part.funcs.size() == p.nr_funcs;
-      for (int a = 0; a < CAPTURE_BTF; a++) whole = whole && part.received[a] == p.sent[a];
-      if (p.flags & CAPTURE_BTF_SENT) {
-        auto btf = s.partial_btf.extract(p.btf_id);
-        if (btf && btf.mapped().received == p.btf_size && btf.mapped().data.size() == p.btf_size) {
-          btfs_.emplace(p.btf_id, bpf::BtfBlob{p.btf_id, std::move(btf.mapped().data)});
-        } else {
-          whole = false;
-        }
-      }
-      if (!whole) {
-        incomplete_.insert(p.hdr.id);
-        return 0;
-      }
-      infos_.insert_or_assign(p.hdr.id, assemble_prog_info(p, part.funcs, part.arrays));
-      captured_.insert(p.hdr.id);
-      incomplete_.erase(p.hdr.id);
-      return 0;
-    }
-    default:
-      break;
-  }
-  bad_records_++;
+  records_.add(rec);
   return 0;
 }
 
@@ -391,10 +239,7 @@ void Capture::stop() {
   (void)consume();
   final_counters_ = counters();
   stopped_ = true;
-  // Loads whose last record never came: not captured.
-  for (auto& [id, part] : s.partial) incomplete_.insert(id);
-  s.partial.clear();
-  s.partial_btf.clear();
+  records_.finish();  // loads whose last record never came: not captured
   if (s.ring) s.free_ring();
   bpf_object__close(s.object);
   s.object = nullptr;

@@ -21,6 +21,7 @@
 
 #include "base/error.h"
 #include "bpf/prog_info.h"
+#include "record/capture_records.h"
 #include "record/options.h"
 
 namespace bpfprof::record {
@@ -39,13 +40,6 @@ struct CaptureCounters {
   uint64_t read_errors = 0;   // kernel reads that failed
 };
 
-// One program's capture as it arrives, before it is complete.
-struct CapturedFunc {
-  uint64_t addr = 0;
-  uint32_t len = 0;
-  bpf::Tag tag{};
-};
-
 class Capture {
  public:
   // Loads the object (CO-RE against the running kernel's BTF), finds the
@@ -61,18 +55,18 @@ class Capture {
   // Detaches the programs and consumes what they wrote. Idempotent.
   void stop();
 
-  bool captured(uint32_t id) const { return captured_.count(id) != 0; }
+  bool captured(uint32_t id) const { return records_.captured(id); }
   // Programs whose capture did not fit the ring: to be enriched by id.
   // (infos() may also hold programs a caller enriched by id.)
-  const std::set<uint32_t>& incomplete() const { return incomplete_; }
-  std::map<uint32_t, bpf::ProgInfo>& infos() { return infos_; }
-  std::map<uint32_t, bpf::BtfBlob>& btfs() { return btfs_; }
+  const std::set<uint32_t>& incomplete() const { return records_.incomplete(); }
+  std::map<uint32_t, bpf::ProgInfo>& infos() { return records_.infos(); }
+  std::map<uint32_t, bpf::BtfBlob>& btfs() { return records_.btfs(); }
   // Read from the kernel's per-CPU counters (valid until the object is freed).
   CaptureCounters counters() const;
   // Records that did not parse (a bug, never expected).
-  uint64_t bad_records() const { return bad_records_; }
+  uint64_t bad_records() const { return records_.bad_records(); }
   // Programs the kernel side reported as not captured whole.
-  uint64_t missed() const { return missed_; }
+  uint64_t missed() const { return records_.missed(); }
   // Readable when the capture wants a drain now: a program did not fit, or
   // the ring is half full. Nothing else wakes it. -1 after stop().
   int wake_fd() const;
@@ -84,12 +78,7 @@ class Capture {
   struct State;
   Capture();
   std::unique_ptr<State> state_;
-  std::map<uint32_t, bpf::ProgInfo> infos_;
-  std::map<uint32_t, bpf::BtfBlob> btfs_;
-  std::set<uint32_t> incomplete_;
-  std::set<uint32_t> captured_;
-  uint64_t bad_records_ = 0;
-  uint64_t missed_ = 0;
+  CaptureAssembler records_;
   CaptureCounters final_counters_;
   bool stopped_ = false;
 };

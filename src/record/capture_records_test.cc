@@ -1,0 +1,95 @@
+// SPDX-License-Identifier: Apache-2.0
+// CaptureAssembler on records built here: what becomes a program's info and
+// BTF, and what leaves a program incomplete (to be enriched by id).
+#include "record/capture_records.h"
+
+#include <set>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "testing/capture_records.h"
+
+namespace bpfprof::record {
+namespace {
+
+using testing::capture_chunk_record;
+using testing::capture_pod;
+using testing::capture_program;
+using testing::CaptureRecord;
+
+void add_all(CaptureAssembler& a, const std::vector<CaptureRecord>& records) {
+  for (const CaptureRecord& r : records) a.add(r);
+}
+
+TEST(CaptureAssemblerTest, AProgramWithEveryArrayAndItsBtf) {
+  CaptureAssembler a;
+  add_all(a, capture_program(7, 3));
+  ASSERT_TRUE(a.captured(7));
+  EXPECT_TRUE(a.incomplete().empty());
+  EXPECT_EQ(a.bad_records(), 0u);
+  const bpf::ProgInfo& p = a.infos().at(7);
+  EXPECT_EQ(p.info.id, 7u);
+  EXPECT_EQ(p.name(), "seed_prog");
+  EXPECT_EQ(p.info.gpl_compatible, 1u);
+  EXPECT_EQ(p.info.btf_id, 3u);
+  ASSERT_EQ(p.jited_insns.size(), 96u);
+  EXPECT_EQ(p.jited_insns[0], 0xcc);
+  EXPECT_EQ(p.jited_insns[48], 0xcd);  // the second function's image follows the first's
+  EXPECT_EQ(p.jited_ksyms, (std::vector<uint64_t>{0xffffffffc0001000, 0xffffffffc0001100}));
+  EXPECT_EQ(p.jited_func_lens, (std::vector<uint32_t>{48, 48}));
+  EXPECT_EQ(p.info.nr_jited_ksyms, 2u);
+  EXPECT_EQ(p.func_info.size(), 16u);
+  EXPECT_EQ(p.line_info.size(), 48u);
+  EXPECT_EQ(p.jited_line_info.size(), 3u);
+  ASSERT_EQ(a.btfs().count(3), 1u);
+  EXPECT_EQ(a.btfs().at(3).data.size(), 40u);
+  EXPECT_EQ(a.btfs().at(3).data[24], std::byte{0xeb});
+}
+
+TEST(CaptureAssemblerTest, APieceOutOfOrderLeavesTheProgramIncomplete) {
+  std::vector<CaptureRecord> records = capture_program(7, 0);
+  // The second function's image claims an offset past what arrived.
+  records[3] = capture_chunk_record(7, 7, CAPTURE_JITED_INSNS, 64, std::vector<std::byte>(48));
+  CaptureAssembler a;
+  add_all(a, records);
+  EXPECT_FALSE(a.captured(7));
+  EXPECT_EQ(a.incomplete().count(7), 1u);
+  EXPECT_TRUE(a.infos().empty());
+}
+
+TEST(CaptureAssemblerTest, ABtfSendThatFailedPartWayDoesNotSpoilTheNextOne) {
+  CaptureAssembler a;
+  // Program 8's BTF (id 3) stopped after its first piece: the kernel side
+  // marks the program incomplete and sends the BTF again with the next one.
+  std::vector<CaptureRecord> first = capture_program(8, 0, CAPTURE_INCOMPLETE);
+  first.insert(first.end() - 1, capture_chunk_record(3, 8, CAPTURE_BTF, 0, std::vector<std::byte>(24)));
+  add_all(a, first);
+  a.add(capture_pod(capture_header{CAPTURE_MISSED, 8}));
+  add_all(a, capture_program(9, 3));
+  EXPECT_EQ(a.incomplete(), (std::set<uint32_t>{8}));
+  EXPECT_EQ(a.missed(), 1u);
+  EXPECT_TRUE(a.captured(9));
+  ASSERT_EQ(a.btfs().count(3), 1u);
+  EXPECT_EQ(a.btfs().at(3).data.size(), 40u);
+}
+
+TEST(CaptureAssemblerTest, WhatDoesNotParseIsCountedAndAMissingLastRecordIsIncomplete) {
+  CaptureAssembler a;
+  a.add(std::vector<std::byte>(4));  // shorter than a header
+  a.add(capture_pod(capture_header{99, 1}));  // no such kind
+  CaptureRecord chunk = capture_chunk_record(5, 5, CAPTURE_FUNC_INFO, 0, std::vector<std::byte>(16));
+  chunk.resize(chunk.size() - 1);  // its payload cut short
+  a.add(chunk);
+  EXPECT_EQ(a.bad_records(), 3u);
+  std::vector<CaptureRecord> records = capture_program(6, 0);
+  records.pop_back();  // no CAPTURE_PROG
+  add_all(a, records);
+  EXPECT_TRUE(a.incomplete().empty());
+  a.finish();
+  EXPECT_EQ(a.incomplete(), (std::set<uint32_t>{6}));
+  EXPECT_TRUE(a.infos().empty());
+}
+
+}  // namespace
+}  // namespace bpfprof::record
