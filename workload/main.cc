@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "workload/attached.h"
 #include "workload/runner.h"
 #include "workload/truth.h"
 
@@ -46,7 +47,9 @@ int run(int argc, char** argv) {
   app.name("bpfprof-workload");
   Options o;
   std::string lifetimes = "200ms", long_lived = "1s", truth_path;
-  bool hold = false, probe = false;
+  bool hold = false, probe = false, attached = false;
+  AttachedOptions ao;
+  std::string attached_for = "0s";
   app.add_option("--programs", o.programs, "short-lived burner programs")->capture_default_str();
   app.add_option("--lifetime", lifetimes, "lifetimes cycled through, e.g. 100us,1ms,2s")
       ->capture_default_str();
@@ -66,6 +69,14 @@ int run(int argc, char** argv) {
   app.add_flag("--probe", probe, "exit 0 if BPF programs load and test-run here, else 3");
   app.add_option("--burn-iters", o.burn_iters, "hot-loop iterations per program execution")
       ->check(CLI::Range(1u, 65536u))
+      ->capture_default_str();
+  app.add_flag("--attached", attached,
+               "attach programs for real (tracepoint, raw_tp, XDP on a veth pair in a network "
+               "namespace of its own, cgroup_skb/egress with --cgroup), trigger them until "
+               "SIGINT/SIGTERM or --attached-for; print 'ready' first");
+  app.add_option("--cgroup", ao.cgroup, "with --attached: join this cgroup v2 directory and "
+                                        "attach cgroup_skb/egress to it");
+  app.add_option("--attached-for", attached_for, "with --attached: detach after this long")
       ->capture_default_str();
   try {
     app.parse(argc, argv);
@@ -100,7 +111,17 @@ int run(int argc, char** argv) {
   }
 
   std::vector<ProgramTruth> programs;
-  if (hold) {
+  if (attached) {
+    auto d = parse_duration(attached_for);
+    if (!d.ok()) return fail(d.error(), kExitUsage);
+    ao.duration_ns = *d;
+    auto ran = run_attached(ao, g_stop, [] {
+      std::printf("ready\n");
+      std::fflush(stdout);
+    });
+    if (!ran.ok()) return fail(ran.error());
+    programs = std::move(*ran);
+  } else if (hold) {
     auto held = run_hold(o, g_stop, [](uint32_t id) {
       std::printf("ready %u\n", id);
       std::fflush(stdout);

@@ -41,7 +41,8 @@ KindSpec spec_of(Kind kind) {
     case Kind::kSubprog: return {"bpf2bpf", "bpf2bpf"};
     case Kind::kLongLived: return {"burner", "long_burner"};
     case Kind::kHold: return {"burner", "hold_burner"};
-    case Kind::kProbe: return {"burner", "burner"};
+    case Kind::kProbe:
+    case Kind::kAttached: return {"burner", "burner"};
   }
   return {"burner", "burner"};
 }
@@ -51,6 +52,14 @@ const EmbeddedObject* find_object(std::string_view name) {
     if (obj.name == name) return &obj;
   return nullptr;
 }
+
+Error load_error(const char* entry, int err) {
+  Error e = make_sys_error(std::string("loading ") + entry, err);
+  if (e.code == Errc::kPermission) e.message += " (needs CAP_BPF / root)";
+  return e;
+}
+
+}  // namespace
 
 // Writes a u32 .rodata variable between open and load, located through the
 // object's BTF (the DATASEC lists each variable's offset).
@@ -84,14 +93,6 @@ Status set_rodata_u32(bpf_object* obj, const char* var, uint32_t value) {
   return make_error(Errc::kInternal, std::string("no .rodata variable ") + var);
 }
 
-Error load_error(const char* entry, int err) {
-  Error e = make_sys_error(std::string("loading ") + entry, err);
-  if (e.code == Errc::kPermission) e.message += " (needs CAP_BPF / root)";
-  return e;
-}
-
-}  // namespace
-
 const char* kind_name(Kind kind) {
   switch (kind) {
     case Kind::kBurner: return "burner";
@@ -99,6 +100,7 @@ const char* kind_name(Kind kind) {
     case Kind::kLongLived: return "long-lived";
     case Kind::kHold: return "hold";
     case Kind::kProbe: return "probe";
+    case Kind::kAttached: return "attached";
   }
   return "unknown";
 }

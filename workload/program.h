@@ -11,11 +11,12 @@
 #include "base/unique_fd.h"
 
 struct btf;
+struct bpf_object;
 
 namespace bpfprof::workload {
 
 // What a program is for; each kind has its own entry point (and so name).
-enum class Kind { kBurner, kSubprog, kLongLived, kHold, kProbe };
+enum class Kind { kBurner, kSubprog, kLongLived, kHold, kProbe, kAttached };
 const char* kind_name(Kind kind);
 
 // One JIT'd function of a program.
@@ -42,9 +43,14 @@ struct ProgramTruth {
   uint64_t test_runs = 0;    // BPF_PROG_TEST_RUN calls
   uint64_t cpu_ns = 0;       // thread CPU time spent inside those calls
   std::vector<FunctionTruth> functions;
+  // kAttached: where it is attached, as bpfprof names it.
+  std::vector<std::string> attach;
 };
 
 uint64_t monotonic_ns();
+
+// Writes a u32 .rodata variable of `obj` between open and load.
+Status set_rodata_u32(::bpf_object* obj, const char* var, uint32_t value);
 
 // Owns the only reference to a loaded program: one fd. The program lives
 // exactly as long as this does (or until close()). Movable, not copyable.

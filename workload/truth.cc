@@ -22,7 +22,7 @@ std::string truth_json(const std::vector<ProgramTruth>& programs) {
                            {"addr", f.addr},
                            {"len", f.len}});
     }
-    list.push_back({{"id", p.id},
+    nlohmann::json entry = {{"id", p.id},
                     {"name", p.name},
                     {"tag", p.tag},
                     {"kind", kind_name(p.kind)},
@@ -35,7 +35,9 @@ std::string truth_json(const std::vector<ProgramTruth>& programs) {
                     {"test_runs", p.test_runs},
                     {"cpu_ns", p.cpu_ns},
                     {"functions", std::move(functions)},
-                    {"hot_line", {{"file", hot.file}, {"line", hot.line}}}});
+                    {"hot_line", {{"file", hot.file}, {"line", hot.line}}}};
+    if (!p.attach.empty()) entry["attach"] = p.attach;
+    list.push_back(std::move(entry));
   }
   nlohmann::json doc = {{"clock", "CLOCK_MONOTONIC"},
                         {"pid", static_cast<int>(getpid())},

@@ -116,6 +116,7 @@ struct Worker {
   std::unordered_map<StackKey, Counts*, StackKeyHash> stack_slots;
   uint64_t cgroup_unknown = 0;
   uint64_t owner_unknown = 0;  // programs (after the merge)
+  uint64_t attach_unknown = 0;  // programs (after the merge)
   std::unordered_map<uint64_t, std::string> unnamed_cgroups;  // id -> "[cgroup id N]"
 };
 
@@ -223,6 +224,7 @@ void add_counters(const Session& session, const Worker& merged, profile::Profile
   all[Diag::kSampleChunksUnreadable] += merged.chunks_unreadable;
   all[Diag::kCgroupUnknown] += merged.cgroup_unknown;
   all[Diag::kBpfOwnerUnknown] += merged.owner_unknown;
+  all[Diag::kBpfAttachUnknown] += merged.attach_unknown;
   for (size_t i = 1; i < kUnknownReasons; i++) {
     all[symbols::unknown_frames_diag(static_cast<symbols::Unknown>(i))] += merged.unknown_frames[i];
   }
@@ -266,15 +268,37 @@ std::string program_owner(const symbols::Symbolizer& sym, const perfdata::Featur
   return pinned ? "[pinned]" : "[unknown]";
 }
 
+AttachIndex attach_index(const perfdata::Features& features) {
+  AttachIndex index;
+  if (!features.attach) return index;
+  for (const perfdata::AttachEntry& e : features.attach->entries) {
+    std::vector<std::string>& points = index[e.prog_id];
+    auto at = std::lower_bound(points.begin(), points.end(), e.point);
+    if (at == points.end() || *at != e.point) points.insert(at, e.point);
+  }
+  return index;
+}
+
+std::string program_attach(const perfdata::Features& features, const AttachIndex& index,
+                           uint32_t id) {
+  if (!features.attach) return "[unknown]";
+  auto it = index.find(id);
+  if (it == index.end() || it->second.empty()) return std::string(kAttachNoneKnown);
+  return fmt::format("{}", fmt::join(it->second, ", "));
+}
+
 namespace {
 
 std::vector<ProgramRow> program_table(const symbols::Symbolizer& sym,
                                       const perfdata::Features& features,
                                       const profile::Profile& p) {
   std::vector<ProgramRow> rows;
+  const AttachIndex attach = attach_index(features);
   for (const symbols::BpfProgram& prog : sym.bpf_programs()) {
     ProgramRow row;
     set_owner(sym, features, prog, row);
+    if (auto it = attach.find(prog.id); it != attach.end()) row.attach_points = it->second;
+    row.attach = program_attach(features, attach, prog.id);
     if (prog.info != nullptr) {
       row.jited_len = prog.info->info.jited_prog_len;
       row.xlated_len = prog.info->info.xlated_prog_len;
@@ -315,6 +339,12 @@ std::vector<std::string> program_owners(const ReportData& data) {
   std::vector<std::string> owners;
   for (const ProgramRow& p : data.programs) owners.push_back(p.owner);
   return owners;
+}
+
+std::vector<std::string> program_attach_points(const ReportData& data) {
+  std::vector<std::string> points;
+  for (const ProgramRow& p : data.programs) points.push_back(p.attach);
+  return points;
 }
 
 std::vector<OwnerCost> cost_by_owner(const ReportData& data) {
@@ -407,7 +437,10 @@ ReportData aggregate(const Session& session, const AggregateOptions& options) {
   data.profile = std::move(first.profile);
   data.programs =
       program_table(session.symbolizer(), session.reader().features(), data.profile);
-  for (const ProgramRow& p : data.programs) first.owner_unknown += p.owner == "[unknown]";
+  for (const ProgramRow& p : data.programs) {
+    first.owner_unknown += p.owner == "[unknown]";
+    first.attach_unknown += p.attach_points.empty();
+  }
   add_counters(session, first, data.profile);
   return data;
 }

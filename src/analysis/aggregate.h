@@ -4,6 +4,9 @@
 // BPF program table is counted from leaf frames.
 #pragma once
 
+#include <string_view>
+#include <unordered_map>
+
 #include "analysis/report_data.h"
 #include "analysis/sample_filter.h"
 #include "analysis/session.h"
@@ -27,5 +30,16 @@ ReportData aggregate(const Session& session, const AggregateOptions& options);
 // gets the pids named.
 std::string program_owner(const symbols::Symbolizer& sym, const perfdata::Features& features,
                           const symbols::BpfProgram& prog, std::vector<uint32_t>* pids = nullptr);
+
+// Where each program was attached (section 254): program id -> its points,
+// sorted, each once. Built once per report (or per script worker).
+using AttachIndex = std::unordered_map<uint32_t, std::vector<std::string>>;
+AttachIndex attach_index(const perfdata::Features& features);
+// ProgramRow::attach of program `id`: its points joined by ", ";
+// "[none known]" when the file has section 254 and it names none for `id`;
+// "[unknown]" without the section.
+std::string program_attach(const perfdata::Features& features, const AttachIndex& index,
+                           uint32_t id);
+inline constexpr std::string_view kAttachNoneKnown = "[none known]";
 
 }  // namespace bpfprof::analysis

@@ -59,6 +59,12 @@ struct ProgramRow {
   // BPF filesystem held it; `[unknown]` when the recording does not say.
   std::string owner = "[unknown]";
   std::vector<uint32_t> owner_pids;  // the pids named in `owner`
+  // Where it was attached, as a user writes it (section 254): every point
+  // the recording lists for it; `attach` joins them with ", ", or says
+  // `[none known]` (the file has the section, it names none for this
+  // program) or `[unknown]` (a file without the section).
+  std::vector<std::string> attach_points;
+  std::string attach = "[unknown]";
   // From the stored BPF_PROG_INFO: JIT image and translated sizes (bytes)
   // and the instructions the verifier processed; none without stored info.
   std::optional<uint32_t> jited_len, xlated_len, verified_insns;
@@ -97,6 +103,9 @@ struct ReportData {
 std::vector<std::string> program_names(const ReportData& data);
 // Program owners, the same way.
 std::vector<std::string> program_owners(const ReportData& data);
+
+// Program attach points (ProgramRow::attach), the same way.
+std::vector<std::string> program_attach_points(const ReportData& data);
 
 // BPF leaf samples per owner, most first (ties by name): the header line.
 struct OwnerCost {

@@ -47,6 +47,8 @@
     "samples whose leaf is in a BPF address range where nothing was loaded at that time")         \
   X(kBpfOwnerUnknown, "bpf_owner_unknown", kUnnamed, kNonZero,                                    \
     "BPF programs whose owner the recording does not tell (loaded before recording with no holder found, or in a file without section 253)") \
+  X(kBpfAttachUnknown, "bpf_attach_unknown", kUnnamed, kNonZero,                                 \
+    "BPF programs whose attach point the recording does not tell ([none known]: none listed at start or end nor captured; [unknown]: a file without section 254)") \
   X(kCgroupUnknown, "cgroup_unknown", kUnnamed, kNonZero,                                          \
     "samples counted under cgroup/container as [unknown] (recorded without --cgroup) or as an id no CGROUP record named") \
   X(kUnknownFramesNoKallsyms, "unknown_frames.no_kallsyms", kUnnamed, kAlways,                     \

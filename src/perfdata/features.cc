@@ -131,6 +131,7 @@ std::map<int, std::vector<std::byte>> encode_features(const Features& f,
   if (f.enrichment) out[kFeatBpfprofEnrichment] = encode_enrichment(*f.enrichment);
   if (f.run_stats) out[kFeatBpfprofRunStats] = encode_run_stats(*f.run_stats);
   if (f.owners) out[kFeatBpfprofOwners] = encode_owners(*f.owners);
+  if (f.attach) out[kFeatBpfprofAttach] = encode_attach(*f.attach);
   if (!f.bpf_prog_info.empty()) out[kFeatBpfProgInfo] = encode_bpf_prog_info(f.bpf_prog_info);
   if (!f.bpf_btf.empty()) out[kFeatBpfBtf] = encode_bpf_btf(f.bpf_btf);
   // Raw sections fill only numbers the typed fields did not claim.
@@ -221,6 +222,10 @@ Status decode_feature(int feat, Bytes payload, uint64_t base, Features& out,
     }
     case kFeatBpfprofOwners: {
       BPFPROF_ASSIGN_OR_RETURN(out.owners, decode_owners(payload, base));
+      return ok_status();
+    }
+    case kFeatBpfprofAttach: {
+      BPFPROF_ASSIGN_OR_RETURN(out.attach, decode_attach(payload, base));
       return ok_status();
     }
     default:

@@ -14,6 +14,7 @@
 #include "base/error.h"
 #include "bpf/prog_info.h"
 #include "perf/abi.h"
+#include "perfdata/attach_feature.h"
 #include "perfdata/enrichment_feature.h"
 #include "perfdata/owners_feature.h"
 
@@ -45,6 +46,7 @@ enum Feature : int {
   kFeatBpfprofEnrichment = 251,  // how BPF programs were enriched (enrichment_feature.h)
   kFeatBpfprofRunStats = 252,    // per-program run statistics (record --bpf-stats)
   kFeatBpfprofOwners = 253,      // who held the programs loaded at start (owners_feature.h)
+  kFeatBpfprofAttach = 254,      // where programs were attached (attach_feature.h)
 };
 
 // HEADER_COMPRESSED (27), written by `perf record -z`.
@@ -81,6 +83,7 @@ struct Features {
   std::optional<EnrichmentSection> enrichment;  // bpfprof's 251
   std::optional<RunStatsSection> run_stats;     // bpfprof's 252
   std::optional<OwnersSection> owners;          // bpfprof's 253
+  std::optional<AttachSection> attach;          // bpfprof's 254
   // EVENT_DESC is derived from the attrs by the writer.
   // Sections bpfprof does not interpret (reader: kept raw by number).
   std::map<int, std::vector<std::byte>> other;

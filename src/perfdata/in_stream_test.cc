@@ -48,8 +48,15 @@ std::string write_file(const bpfprof::testing::TempDir& dir, bool close) {
   BPFPROF_CHECK(w->append_in_stream(kFeatBpfProgInfo,
                                     encode_bpf_prog_info({testing::demo_prog(42, 0xffffffffc0001000)}))
                     .ok());
+  // Attach points at start and at end: two blobs of section 254.
+  BPFPROF_CHECK(w->append_in_stream(kFeatBpfprofAttach,
+                                    encode_attach({{{42, 7, AttachEntry::kAtStart, 0, "raw_tp/a"}}}))
+                    .ok());
   BPFPROF_CHECK(w->finish_round().ok());
   BPFPROF_CHECK(w->append(one_sample(2)).ok());
+  BPFPROF_CHECK(w->append_in_stream(kFeatBpfprofAttach,
+                                    encode_attach({{{43, 0, AttachEntry::kAtEnd, 5, "xdp/eth0"}}}))
+                    .ok());
   BPFPROF_CHECK(w->append_in_stream(kFeatBpfProgInfo,
                                     encode_bpf_prog_info({testing::demo_prog(43, 0xffffffffc0002000)}))
                     .ok());
@@ -96,6 +103,12 @@ TEST(InStreamTest, AKilledWritersFileCarriesWhatItLearned) {
   EXPECT_TRUE(r->has_feature(kFeatBpfBtf));
   EXPECT_EQ(samples_in(*r), 2u);
   EXPECT_TRUE(r->stats().unknown_record_types.empty());
+  // The blobs of section 254 add up.
+  ASSERT_TRUE(r->features().attach.has_value());
+  const std::vector<AttachEntry> attach = {{42, 7, AttachEntry::kAtStart, 0, "raw_tp/a"},
+                                           {43, 0, AttachEntry::kAtEnd, 5, "xdp/eth0"}};
+  EXPECT_EQ(r->features().attach->entries, attach);
+  EXPECT_EQ(r->stats().unknown_features, 0u);
 }
 
 TEST(InStreamTest, AClosedFileReadsItsSectionsAndSkipsTheRecords) {

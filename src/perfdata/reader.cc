@@ -290,6 +290,7 @@ Status FileReader::take_in_stream_features() {
   std::vector<std::string> event_names;
   std::vector<bpf::ProgInfo> infos;
   std::vector<bpf::BtfBlob> btfs;
+  std::optional<AttachSection> attach;
   for (InStreamCollector::Blob& b : collector.blobs()) {
     set_feature_bit(features_bitmap_, b.feat);
     features_in_stream_ = true;
@@ -303,8 +304,13 @@ Status FileReader::take_in_stream_features() {
     } else if (b.feat == kFeatBpfBtf) {
       for (bpf::BtfBlob& t : features_.bpf_btf) btfs.push_back(std::move(t));
       features_.bpf_btf.clear();
+    } else if (b.feat == kFeatBpfprofAttach && features_.attach) {
+      if (!attach) attach.emplace();
+      for (AttachEntry& e : features_.attach->entries) attach->entries.push_back(std::move(e));
+      features_.attach.reset();
     }
   }
+  if (attach) features_.attach = std::move(attach);
   // Keyed by id, the first entry wins (as in the sections).
   std::set<uint32_t> seen;
   for (bpf::ProgInfo& p : infos) {
@@ -322,7 +328,7 @@ Status FileReader::take_in_stream_features() {
 void FileReader::decode_one_feature(int feat, Bytes payload, uint64_t at,
                                     std::vector<std::string>& event_names) {
   // perf 6.1 numbers end below kFeatLast61; ours sit far above.
-  if (feat >= kFeatLast61 && (feat < kFeatBpfprofKallsyms || feat > kFeatBpfprofOwners)) {
+  if (feat >= kFeatLast61 && (feat < kFeatBpfprofKallsyms || feat > kFeatBpfprofAttach)) {
     stats_.unknown_features++;
   }
   Status st = decode_feature(feat, payload, at, features_, event_names);

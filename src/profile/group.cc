@@ -13,7 +13,8 @@ namespace {
 
 constexpr SortKey kAllKeys[] = {SortKey::kProg, SortKey::kSym,  SortKey::kDso,
                                 SortKey::kComm, SortKey::kPid,  SortKey::kLine,
-                                SortKey::kCgroup, SortKey::kContainer, SortKey::kOwner};
+                                SortKey::kCgroup, SortKey::kContainer, SortKey::kOwner,
+                                SortKey::kAttach};
 
 bool is_hex64(std::string_view s) {
   return s.size() == 64 && std::all_of(s.begin(), s.end(), [](char c) {
@@ -61,6 +62,14 @@ std::string value_of(SortKey key, const Frame* leaf, const Thread& thread,
         return options.program_owners[leaf->bpf_program - 1];
       }
       return "[unknown]";
+    case SortKey::kAttach:
+      if (leaf == nullptr || leaf->kind != FrameKind::kBpf || leaf->bpf_program == 0) {
+        return "[not bpf]";
+      }
+      if (leaf->bpf_program <= options.program_attach.size()) {
+        return options.program_attach[leaf->bpf_program - 1];
+      }
+      return "[unknown]";
   }
   return "";
 }
@@ -95,6 +104,7 @@ std::string_view sort_key_name(SortKey key) {
     case SortKey::kCgroup: return "cgroup";
     case SortKey::kContainer: return "container";
     case SortKey::kOwner: return "owner";
+    case SortKey::kAttach: return "attach";
   }
   return "?";
 }

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // Grouping a Profile by report sort keys (prog, sym, dso, comm, pid, line,
-// cgroup, container, owner) into rows, and the callers tree of a row for `report -g`.
+// cgroup, container, owner, attach) into rows, and the callers tree of a row for `report -g`.
 #pragma once
 
 #include <cstdint>
@@ -14,11 +14,11 @@
 namespace bpfprof::profile {
 
 enum class SortKey : uint8_t {
-  kProg, kSym, kDso, kComm, kPid, kLine, kCgroup, kContainer, kOwner
+  kProg, kSym, kDso, kComm, kPid, kLine, kCgroup, kContainer, kOwner, kAttach
 };
 
 std::string_view sort_key_name(SortKey key);
-// "prog, sym, dso, comm, pid, line, cgroup, container, owner"
+// "prog, sym, dso, comm, pid, line, cgroup, container, owner, attach"
 std::string valid_sort_keys();
 // Whether a key needs each sample's cgroup (AggregateOptions::cgroups).
 bool needs_cgroups(const std::vector<SortKey>& keys);
@@ -41,6 +41,7 @@ struct GroupOptions {
   std::vector<SortKey> keys{SortKey::kSym};
   std::vector<std::string> program_names;
   std::vector<std::string> program_owners;  // indexed like program_names (sort key owner)
+  std::vector<std::string> program_attach;  // the same (sort key attach)
   bool bpf_only = false;   // keep samples whose leaf is BPF code (program or trampoline)
   bool with_stacks = false;  // fill Row::stacks (for callers trees)
 };

@@ -41,7 +41,7 @@ TEST(SortKeys, UnknownKeyListsValidOnes) {
   EXPECT_EQ(keys.error().code, Errc::kInvalidArgument);
   EXPECT_EQ(keys.error().message,
             "unknown sort key 'bogus' (valid keys: prog, sym, dso, comm, pid, line, cgroup, "
-            "container, owner)");
+            "container, owner, attach)");
 }
 
 TEST(Containers, FromTheRuntimesPathPatterns) {
@@ -116,6 +116,27 @@ TEST_F(GroupTest, ByProgLineAndPid) {
   ASSERT_EQ(rows.size(), 2u);
   EXPECT_EQ(rows[0].values[0], "7:w");
   EXPECT_EQ(rows[0].counts.samples, 7u);
+}
+
+TEST_F(GroupTest, ByAttachPoint) {
+  GroupOptions o;
+  o.keys = {SortKey::kAttach};
+  o.program_names = {"burn"};
+  o.program_attach = {"raw_tp/sched_switch, xdp/eth0"};
+  o.bpf_only = true;
+  auto rows = group(p_, o);
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].values[0], "raw_tp/sched_switch, xdp/eth0");
+  EXPECT_EQ(rows[0].counts.samples, 6u);
+  o.bpf_only = false;
+  rows = group(p_, o);
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_TRUE(rows[0].values[0] == "[not bpf]" || rows[1].values[0] == "[not bpf]");
+  o.program_attach.clear();  // a program the table does not cover
+  o.bpf_only = true;
+  rows = group(p_, o);
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].values[0], "[unknown]");
 }
 
 TEST_F(GroupTest, BpfOnlyKeepsBpfLeaves) {

@@ -6,6 +6,7 @@
 #include <linux/perf_event.h>
 #include <sched.h>
 #include <sys/mount.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -59,16 +60,20 @@ int keep_libbpf_message(enum libbpf_print_level level, const char* format, va_li
 
 }  // namespace
 
-Result<SyscallTracepointIds> find_bpf_syscall_tracepoints() {
+Status with_tracefs(const std::function<void(const std::string& dir)>& fn) {
   for (const char* dir : kTracefsMounts) {
-    if (auto ids = read_ids(dir); ids.ok()) return ids;
+    struct stat st{};
+    if (::stat((std::string(dir) + "/events").c_str(), &st) == 0) {
+      fn(dir);
+      return ok_status();
+    }
   }
   // Not mounted: a thread of ours gets a mount namespace of its own (which
   // needs its own fs_struct too), makes every mount in it private so nothing
-  // propagates back, mounts tracefs there and reads the ids. When the thread
+  // propagates back, mounts tracefs there and reads it. When the thread
   // exits, its namespace and the mount go with it.
-  Result<SyscallTracepointIds> result = make_error(Errc::kInternal, "tracefs thread did not run");
-  std::thread t([&result] {
+  Status result = ok_status();
+  std::thread t([&result, &fn] {
     if (::unshare(CLONE_FS | CLONE_NEWNS) != 0) {
       result = make_sys_error("unshare(CLONE_NEWNS) to mount tracefs privately", errno);
       return;
@@ -82,9 +87,15 @@ Result<SyscallTracepointIds> find_bpf_syscall_tracepoints() {
       result = make_sys_error(std::string("mounting tracefs on ") + kTracefsMounts[0], errno);
       return;
     }
-    result = read_ids(kTracefsMounts[0]);
+    fn(kTracefsMounts[0]);
   });
   t.join();
+  return result;
+}
+
+Result<SyscallTracepointIds> find_bpf_syscall_tracepoints() {
+  Result<SyscallTracepointIds> result = make_error(Errc::kInternal, "tracefs was not read");
+  BPFPROF_TRY(with_tracefs([&](const std::string& dir) { result = read_ids(dir); }));
   return result;
 }
 

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
@@ -91,5 +92,10 @@ struct SyscallTracepointIds {
   uint64_t exit_bpf = 0;
 };
 Result<SyscallTracepointIds> find_bpf_syscall_tracepoints();
+
+// Calls fn with the path of a tracefs mount: the host's where one is
+// mounted, else one of a short-lived thread's private mount namespace (fn
+// runs on that thread). The error says why tracefs could not be had.
+Status with_tracefs(const std::function<void(const std::string& dir)>& fn);
 
 }  // namespace bpfprof::record

@@ -10,11 +10,13 @@
 #include <map>
 #include <memory>
 #include <set>
+#include <tuple>
 
 #include <fmt/format.h>
 
 #include "bpf/query.h"
 #include "perf/event_open.h"
+#include "record/attach_points.h"
 #include "record/capture.h"
 #include "record/capture_enricher.h"
 #include "record/event_set.h"
@@ -291,6 +293,21 @@ Result<RecordStats> record(const RecordOptions& o, const RecordSink& sink) {
       !s.ok()) {
     return before_start(std::move(s).error());
   }
+  // Where every program is attached (links, cgroups, interfaces), named now.
+  std::optional<Cgroup2Mount> cgroup2;
+  if (auto mountinfo = read_text_file("/proc/self/mountinfo"); mountinfo.ok()) {
+    cgroup2 = find_cgroup2_mount(*mountinfo);
+  }
+  perfdata::AttachSection attach;
+  {
+    AttachScan scan = scan_attach_points(cgroup2, perfdata::AttachEntry::kAtStart, 0);
+    if (scan.failed && sink.notice) sink.notice("BPF links not listed: " + scan.failed->to_string());
+    attach.entries = std::move(scan.entries);
+    if (auto s = writer.append_in_stream(perfdata::kFeatBpfprofAttach, perfdata::encode_attach(attach));
+        !s.ok()) {
+      return before_start(std::move(s).error());
+    }
+  }
   if (auto s = hand_to_writer(writer, bpf->infos, bpf->btfs); !s.ok())
     return before_start(std::move(s).error());
   if (auto s = writer.finish_round(); !s.ok()) return before_start(std::move(s).error());
@@ -337,6 +354,22 @@ Result<RecordStats> record(const RecordOptions& o, const RecordSink& sink) {
   stats_fd.reset();
   const uint64_t stats_off_ns = o.bpf_stats ? monotonic_ns() : 0;
 
+  // Attached during the recording and still there: listed again (those
+  // already listed at start are not repeated).
+  {
+    AttachScan end = scan_attach_points(cgroup2, perfdata::AttachEntry::kAtEnd, monotonic_ns());
+    std::set<std::tuple<uint32_t, uint32_t, std::string>> known;
+    for (const perfdata::AttachEntry& e : attach.entries) known.emplace(e.prog_id, e.link_id, e.point);
+    perfdata::AttachSection added;
+    for (perfdata::AttachEntry& e : end.entries) {
+      if (!known.count({e.prog_id, e.link_id, e.point})) added.entries.push_back(std::move(e));
+    }
+    if (!added.entries.empty() && !writer.write_failed()) {
+      (void)writer.append_in_stream(perfdata::kFeatBpfprofAttach, perfdata::encode_attach(added));
+    }
+    for (perfdata::AttachEntry& e : added.entries) attach.entries.push_back(std::move(e));
+  }
+
   RecordStats stats;
   if (workload) stats.workload_status = workload->terminate_and_reap();
   const DrainCounters& c = loop.counters();
@@ -363,6 +396,7 @@ Result<RecordStats> record(const RecordOptions& o, const RecordSink& sink) {
   }
   features.enrichment = enrichment_section(enrichment, bpf->synthesized, stored);
   features.owners = std::move(owners);
+  features.attach = std::move(attach);
   if (o.bpf_stats) {
     perfdata::RunStatsSection rs;
     rs.poll_interval_ns = kRunStatsPollNs;

@@ -79,27 +79,6 @@ void synthesize_process(SynthBuffer& out, const std::string& proc, int pid) {
   }
 }
 
-// The cgroup id of a directory of the cgroup v2 mount: the kernfs node id,
-// which is what PERF_SAMPLE_CGROUP carries; name_to_handle_at returns it
-// as the handle, and on 64-bit kernels it is also the inode number.
-std::optional<uint64_t> cgroup_id(const std::string& path) {
-  struct {
-    struct file_handle fh;
-    uint64_t id;
-  } handle{};
-  handle.fh.handle_bytes = sizeof(uint64_t);
-  int mount_id = 0;
-  if (::name_to_handle_at(AT_FDCWD, path.c_str(), &handle.fh, &mount_id, 0) == 0 &&
-      handle.fh.handle_bytes == sizeof(uint64_t)) {
-    uint64_t id = 0;
-    std::memcpy(&id, handle.fh.f_handle, sizeof id);
-    return id;
-  }
-  struct stat st{};
-  if (::stat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return std::nullopt;
-  return static_cast<uint64_t>(st.st_ino);
-}
-
 void walk_cgroups(SynthBuffer& out, const std::string& dir, const std::string& path,
                   size_t& count, Status& flushed, const std::function<Status()>& flush) {
   auto id = cgroup_id(dir);
@@ -129,6 +108,24 @@ bool is_trampoline(const std::string& name) {
 }
 
 }  // namespace
+
+std::optional<uint64_t> cgroup_id(const std::string& path) {
+  struct {
+    struct file_handle fh;
+    uint64_t id;
+  } handle{};
+  handle.fh.handle_bytes = sizeof(uint64_t);
+  int mount_id = 0;
+  if (::name_to_handle_at(AT_FDCWD, path.c_str(), &handle.fh, &mount_id, 0) == 0 &&
+      handle.fh.handle_bytes == sizeof(uint64_t)) {
+    uint64_t id = 0;
+    std::memcpy(&id, handle.fh.f_handle, sizeof id);
+    return id;
+  }
+  struct stat st{};
+  if (::stat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return std::nullopt;
+  return static_cast<uint64_t>(st.st_ino);
+}
 
 Status synthesize_kernel(SynthBuffer& out, const Result<KernelText>& kernel_text) {
   if (!kernel_text.ok()) return kernel_text.error();

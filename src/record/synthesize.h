@@ -42,6 +42,11 @@ struct Cgroup2Mount {
 };
 std::optional<Cgroup2Mount> find_cgroup2_mount(std::string_view mountinfo);
 
+// The cgroup id of a directory of the cgroup v2 mount: the kernfs node id,
+// which is what PERF_SAMPLE_CGROUP and bpf_link_info carry (name_to_handle_at
+// returns it as the handle; on 64-bit kernels it is also the inode number).
+std::optional<uint64_t> cgroup_id(const std::string& dir);
+
 // One CGROUP record (id, path from the hierarchy's root, as the kernel names
 // it in PERF_RECORD_CGROUP) per cgroup under the mount, parents first.
 // Cgroups that vanish during the walk are skipped. Returns how many.

@@ -65,6 +65,7 @@ void merge(ProgramGroup& g, const analysis::ProgramRow& p) {
     }
   }
   add_owners(r.owner, p.owner);
+  r.attach_points.insert(r.attach_points.end(), p.attach_points.begin(), p.attach_points.end());
   r.owner_pids.insert(r.owner_pids.end(), p.owner_pids.begin(), p.owner_pids.end());
   keep_largest(r.jited_len, p.jited_len);
   keep_largest(r.xlated_len, p.xlated_len);
@@ -92,6 +93,14 @@ std::vector<ProgramGroup> program_groups(const analysis::ReportData& data, bool 
     std::sort(g.row.owner_pids.begin(), g.row.owner_pids.end());
     g.row.owner_pids.erase(std::unique(g.row.owner_pids.begin(), g.row.owner_pids.end()),
                            g.row.owner_pids.end());
+    // Every instance's points, each once; none known of any: the first's word.
+    std::vector<std::string>& points = g.row.attach_points;
+    std::sort(points.begin(), points.end());
+    points.erase(std::unique(points.begin(), points.end()), points.end());
+    if (!points.empty()) {
+      g.row.attach = points.front();
+      for (size_t i = 1; i < points.size(); i++) g.row.attach += ", " + points[i];
+    }
   }
   std::stable_sort(out.begin(), out.end(), [](const ProgramGroup& a, const ProgramGroup& b) {
     return a.row.samples > b.row.samples;

@@ -16,7 +16,8 @@ namespace bpfprof::report {
 // instances that have them; none if none has), `load_ns` the first load,
 // `unload_ns` the last unload (none while any instance is still loaded),
 // `owner` every distinct owner in load order (comma-separated), `owner_pids`
-// their pids sorted, sizes and verified_insns the largest stored, `id` the
+// their pids sorted, `attach_points` every instance's (sorted, once each) and
+// `attach` them joined, sizes and verified_insns the largest stored, `id` the
 // first instance's. Every program of the table has the tag of its BPF_EVENT;
 // one whose tag is all zeros (no kernel writes that) stays a row of its own,
 // since a name alone (cut at 15 bytes) does not tell one code from another.

@@ -51,6 +51,8 @@ Json programs_json(const analysis::ReportData& d, bool instances) {
                     {"unload_ns", p.unload_ns ? Json(*p.unload_ns) : Json(nullptr)},
                     {"owner", p.owner},
                     {"owner_pids", p.owner_pids},
+                    {"attach", p.attach},
+                    {"attach_points", p.attach_points},
                     {"jited_len", p.jited_len ? Json(*p.jited_len) : Json(nullptr)},
                     {"xlated_len", p.xlated_len ? Json(*p.xlated_len) : Json(nullptr)},
                     {"verified_insns", p.verified_insns ? Json(*p.verified_insns) : Json(nullptr)}});
@@ -73,6 +75,7 @@ Json rows_json(const analysis::ReportData& d, const RenderOptions& o, std::vecto
   g.keys = keys;
   g.program_names = analysis::program_names(d);
   g.program_owners = analysis::program_owners(d);
+  g.program_attach = analysis::program_attach_points(d);
   g.bpf_only = o.bpf_only;
   g.with_stacks = o.callgraph;
   const uint64_t total = d.profile.total().samples;

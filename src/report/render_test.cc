@@ -65,13 +65,13 @@ TEST_F(RenderTest, TextHasHeaderProgramsSymbolsAndDiagnostics) {
   // Program row: samples, percent, instances, id, tag, alive from/to
   // relative to the start.
   EXPECT_NE(text.find("# Samples  Percent  Inst  Ids  Tag               First load  Last unload  "
-                      "Program / functions\n"),
+                      "Attach     Program / functions\n"),
             std::string::npos) << text;
   EXPECT_NE(text.find("        6   60.00%     1   42  0011223344556677  +0.100000   +0.200000    "
-                      "burn\n"),
+                      "[unknown]  burn\n"),
             std::string::npos) << text;
   EXPECT_NE(text.find("  bpf_prog_0011223344556677_sub\n"), std::string::npos) << text;
-  EXPECT_NE(text.find("     1    7  8899aabbccddeeff  start       end          idle\n"),
+  EXPECT_NE(text.find("     1    7  8899aabbccddeeff  start       end          [unknown]  idle\n"),
             std::string::npos) << text;
   EXPECT_NE(text.find("# Overhead  Samples  Shared Object  Symbol\n"),
             std::string::npos) << text;
@@ -163,7 +163,7 @@ TEST_F(RenderTest, ProgramTableGroupsInstancesOfTheSameCode) {
 
   const std::string text = render_text(d_, {});
   EXPECT_NE(text.find("        9   90.00%    40   0.006     150     2  42-50  0011223344556677  "
-                      "+0.100000   end          burn\n"),
+                      "+0.100000   end          [unknown]  burn\n"),
             std::string::npos) << text;
   EXPECT_NE(text.find("        5      "), std::string::npos) << text;  // burn: 4 + 1
   EXPECT_NE(text.find("        4      "), std::string::npos) << text;  // sub: 2 + 2
@@ -191,11 +191,11 @@ TEST_F(RenderTest, ProgramTableGroupsInstancesOfTheSameCode) {
   RenderOptions each;
   each.instances = true;
   const std::string one_by_one = render_text(d_, each);
-  EXPECT_NE(one_by_one.find("  Id  Tag               Loaded     Unloaded   Program / functions\n"),
+  EXPECT_NE(one_by_one.find("  Id  Tag               Loaded     Unloaded   Attach     Program / functions\n"),
             std::string::npos) << one_by_one;
-  EXPECT_NE(one_by_one.find("  42  0011223344556677  +0.100000  +0.200000  burn\n"),
+  EXPECT_NE(one_by_one.find("  42  0011223344556677  +0.100000  +0.200000  [unknown]  burn\n"),
             std::string::npos) << one_by_one;
-  EXPECT_NE(one_by_one.find("  50  0011223344556677  +0.300000  end        burn\n"),
+  EXPECT_NE(one_by_one.find("  50  0011223344556677  +0.300000  end        [unknown]  burn\n"),
             std::string::npos) << one_by_one;
   const auto k = nlohmann::json::parse(render_json(d_, each));
   ASSERT_EQ(k["programs"].size(), 5u);
@@ -215,14 +215,14 @@ TEST_F(RenderTest, TextVerboseAddsSizesAndVerifiedInsns) {
   RenderOptions o;
   o.verbose = true;
   const std::string text = render_text(d_, o);
-  EXPECT_NE(text.find("  Last unload  JIT bytes  Xlated bytes  Verified insns  Program / functions\n"),
+  EXPECT_NE(text.find("  Last unload  JIT bytes  Xlated bytes  Verified insns  Attach     Program / functions\n"),
             std::string::npos) << text;
-  EXPECT_NE(text.find("  +0.200000          312           480            1234  burn\n"),
+  EXPECT_NE(text.find("  +0.200000          312           480            1234  [unknown]  burn\n"),
             std::string::npos) << text;
-  EXPECT_NE(text.find("  end                  -             -               -  idle\n"),
+  EXPECT_NE(text.find("  end                  -             -               -  [unknown]  idle\n"),
             std::string::npos) << text;
   o.instances = true;
-  EXPECT_NE(render_text(d_, o).find("  Unloaded   JIT bytes  Xlated bytes  Verified insns  Program"),
+  EXPECT_NE(render_text(d_, o).find("  Unloaded   JIT bytes  Xlated bytes  Verified insns  Attach     Program"),
             std::string::npos) << render_text(d_, o);
 }
 

@@ -98,6 +98,7 @@ std::string programs_text(const analysis::ReportData& d, const RenderOptions& o)
                                    {"Xlated bytes", Table::Align::kRight},
                                    {"Verified insns", Table::Align::kRight}});
   }
+  columns.push_back({"Attach"});
   columns.push_back({"Program / functions"});
   const size_t width = columns.size();
   Table t(std::move(columns));
@@ -120,6 +121,7 @@ std::string programs_text(const analysis::ReportData& d, const RenderOptions& o)
         cells.push_back(v ? std::to_string(*v) : "-");
       }
     }
+    cells.push_back(p.attach);
     cells.push_back(p.name);
     t.add_row(std::move(cells));
     // A program with one function is its own function: listing it again says nothing.
@@ -148,6 +150,7 @@ std::string entries_text(const analysis::ReportData& d, const RenderOptions& o) 
   g.keys = o.keys;
   g.program_names = analysis::program_names(d);
   g.program_owners = analysis::program_owners(d);
+  g.program_attach = analysis::program_attach_points(d);
   g.bpf_only = o.bpf_only;
   g.with_stacks = o.callgraph;
   std::vector<profile::Row> rows = profile::group(d.profile, g);
@@ -156,8 +159,9 @@ std::string entries_text(const analysis::ReportData& d, const RenderOptions& o) 
                                      {"Samples", Table::Align::kRight}};
   static constexpr const char* kTitles[] = {"Program", "Symbol",    "Shared Object",
                                             "Command", "Pid:Command", "Line",
-                                            "Cgroup",  "Container",   "Owner"};
-  static_assert(std::size(kTitles) == static_cast<size_t>(SortKey::kOwner) + 1);
+                                            "Cgroup",  "Container",   "Owner",
+                                            "Attach"};
+  static_assert(std::size(kTitles) == static_cast<size_t>(SortKey::kAttach) + 1);
   for (SortKey k : o.keys) {
     // The implied dso goes first so a long symbol does not widen the table.
     if (k == SortKey::kSym && !dso) columns.push_back({"Shared Object"});

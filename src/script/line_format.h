@@ -6,9 +6,11 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "analysis/aggregate.h"
 #include "analysis/sample_frames.h"
 #include "analysis/session.h"
 #include "analysis/time_order.h"
@@ -49,8 +51,10 @@ struct LineScratch {
   };
   static constexpr size_t kTails = 1024;
   std::vector<Tail> tails = std::vector<Tail>(kTails);
-  // JSON: program owners by program index, made on first use ("" = not yet).
-  std::vector<std::string> owners;
+  // JSON: program owners and attach points by program index, made on first
+  // use ("" = not yet), from the attach index made on first use.
+  std::vector<std::string> owners, attach;
+  std::optional<analysis::AttachIndex> attach_index;
 };
 
 // Appends the line of the sample `ref` to `out`.

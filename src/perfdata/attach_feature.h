@@ -1,0 +1,47 @@
+// SPDX-License-Identifier: Apache-2.0
+// bpfprof's feature 254: where the BPF programs were attached, as a user
+// writes it (`tracepoint/sched/sched_switch`, `xdp/eth0`,
+// `cgroup_skb/egress:/sys/fs/cgroup/a`), every name resolved when recorded:
+// the links and attachments listed at start and at end, and the links the
+// in-kernel capture saw created in between. A program attached several
+// times has an entry per point (and per time it was seen).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "base/byte_cursor.h"
+#include "base/error.h"
+
+namespace bpfprof::perfdata {
+
+struct AttachEntry {
+  // How the recorder learned it.
+  enum Source : uint32_t {
+    kAtStart = 1,   // listed when the recording began
+    kAtEnd = 2,     // listed when it ended
+    kCaptured = 3,  // the in-kernel capture at the link's creation
+    kById = 4,      // a link created during the recording, queried by its id
+  };
+  uint32_t prog_id = 0;
+  uint32_t link_id = 0;  // 0: attached without a link (BPF_PROG_ATTACH, netlink XDP)
+  uint32_t source = 0;
+  uint64_t time_ns = 0;  // when learned (CLOCK_MONOTONIC; 0 at start)
+  std::string point;
+  bool operator==(const AttachEntry&) const = default;
+};
+
+struct AttachSection {
+  std::vector<AttachEntry> entries;
+};
+
+// 254: u32 version (1), u32 count, then per entry
+//      {u32 prog_id, u32 link_id, u32 source, u32 point_len, u64 time_ns,
+//       char point[point_len]} with point_len a multiple of 8 (NUL padded).
+// In-stream, the section comes in several blobs (start, each round that
+// learned links, end): a reader concatenates their entries.
+std::vector<std::byte> encode_attach(const AttachSection& s);
+Result<AttachSection> decode_attach(Bytes section, uint64_t base_offset);
+
+}  // namespace bpfprof::perfdata

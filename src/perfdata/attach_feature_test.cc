@@ -1,0 +1,74 @@
+// SPDX-License-Identifier: Apache-2.0
+// Feature 254 (attach points): a round trip through the feature table, and
+// hostile sections refused with the byte offset.
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "perfdata/features.h"
+#include "perfdata/file_format.h"
+
+namespace bpfprof::perfdata {
+namespace {
+
+AttachSection sample_attach() {
+  AttachSection s;
+  s.entries.push_back({10, 3, AttachEntry::kAtStart, 0, "tracepoint/sched/sched_switch"});
+  s.entries.push_back({10, 0, AttachEntry::kAtStart, 0, "cgroup_skb/egress:/sys/fs/cgroup/a b"});
+  s.entries.push_back({11, 9, AttachEntry::kCaptured, 12345, "xdp/eth0@netns:4026532174"});
+  s.entries.push_back({12, 0, AttachEntry::kAtEnd, 99, std::string(13, 'x')});  // 13+1 -> 16 bytes
+  return s;
+}
+
+TEST(AttachFeatureTest, RoundTripThroughTheFeatureTable) {
+  Features f;
+  f.attach = sample_attach();
+  auto sections = encode_features(f, {});
+  ASSERT_EQ(sections.count(kFeatBpfprofAttach), 1u);
+  EXPECT_EQ(sections[kFeatBpfprofAttach].size() % 8, 0u);
+  Features back;
+  std::vector<std::string> names;
+  ASSERT_TRUE(decode_feature(kFeatBpfprofAttach, sections[kFeatBpfprofAttach], 0, back, names).ok());
+  ASSERT_TRUE(back.attach.has_value());
+  EXPECT_EQ(back.attach->entries, sample_attach().entries);
+}
+
+TEST(AttachFeatureTest, AnEmptySectionSaysNoneKnownNotAbsent) {
+  Features back;
+  std::vector<std::string> names;
+  ASSERT_TRUE(decode_feature(kFeatBpfprofAttach, encode_attach({}), 0, back, names).ok());
+  ASSERT_TRUE(back.attach.has_value());
+  EXPECT_TRUE(back.attach->entries.empty());
+}
+
+TEST(AttachFeatureTest, HostileSectionsAreRefusedWithTheOffset) {
+  std::vector<std::byte> bytes = encode_attach(sample_attach());
+  // A count beyond what the section holds.
+  std::vector<std::byte> many = bytes;
+  const uint32_t huge = 1000000;
+  std::memcpy(many.data() + 4, &huge, 4);
+  auto r = decode_attach(many, 100);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code, Errc::kTruncated);
+  EXPECT_EQ(r.error().offset, std::optional<uint64_t>(108));
+  // Cut inside the last entry's point.
+  auto cut = decode_attach(Bytes(bytes).first(bytes.size() - 3), 0);
+  ASSERT_FALSE(cut.ok());
+  EXPECT_EQ(cut.error().code, Errc::kTruncated);
+  // Another version.
+  std::vector<std::byte> v2 = bytes;
+  v2[0] = std::byte{2};
+  auto other = decode_attach(v2, 0);
+  ASSERT_FALSE(other.ok());
+  EXPECT_EQ(other.error().code, Errc::kUnsupported);
+  // A point length above the limit.
+  std::vector<std::byte> long_point = bytes;
+  const uint32_t len = 1u << 20;
+  std::memcpy(long_point.data() + 8 + 12, &len, 4);
+  auto bad = decode_attach(long_point, 0);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().code, Errc::kBadRecord);
+}
+
+}  // namespace
+}  // namespace bpfprof::perfdata

@@ -1,0 +1,35 @@
+// SPDX-License-Identifier: Apache-2.0
+// The workload's programs attached for real (--attached): a tracepoint, a
+// raw tracepoint, XDP on a veth pair of a network namespace of its own and,
+// given a cgroup, cgroup_skb/egress on it; each triggered by the workload's
+// own syscalls until stopped, then detached. The truth names each program's
+// attach point as bpfprof names it.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "base/error.h"
+#include "workload/program.h"
+
+namespace bpfprof::workload {
+
+struct AttachedOptions {
+  std::string cgroup;        // cgroup v2 directory to join and attach cgroup_skb to ("" = none)
+  uint64_t duration_ns = 0;  // detach after this long (0: at `stop`)
+  uint32_t burn_iters = 16;  // per program execution
+};
+
+// Enters a mount and a network namespace of its own (the caller must not have
+// started threads yet): tracefs is mounted there for the tracepoint's id and
+// the veth pair lives there, so nothing outlives the process. Calls
+// on_ready() once everything is attached, triggers the programs until `stop`
+// (or the duration), detaches and unloads them, and returns their truth.
+Result<std::vector<ProgramTruth>> run_attached(const AttachedOptions& options,
+                                               const std::atomic<bool>& stop,
+                                               const std::function<void()>& on_ready);
+
+}  // namespace bpfprof::workload
