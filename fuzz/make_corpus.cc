@@ -11,6 +11,7 @@
 #include <fstream>
 #include <string>
 
+#include "testing/capture_records.h"
 #include "testing/perfdata_streams.h"
 #include "perfdata/writer.h"
 #include "testing/subprocess.h"
@@ -140,6 +141,30 @@ void features_corpus(const std::string& dir) {
     put_with_variants(dir, "feature_" + std::to_string(feat), with(static_cast<uint8_t>(feat), payload));
 }
 
+
+// The capture target's input: records, each behind a little-endian u16
+// length. One program with its BTF; then one the kernel side marked
+// incomplete, its missed-ring record, and one that sends the same BTF.
+ByteVec capture_input(const std::vector<testing::CaptureRecord>& records) {
+  ByteVec out;
+  for (const testing::CaptureRecord& r : records) {
+    const uint16_t len = static_cast<uint16_t>(r.size());
+    const size_t at = out.size();
+    out.resize(at + 2);
+    std::memcpy(out.data() + at, &len, 2);
+    out.insert(out.end(), r.begin(), r.end());
+  }
+  return out;
+}
+
+void capture_corpus(const std::string& dir) {
+  put_with_variants(dir, "program_with_btf", capture_input(testing::capture_program(7, 3)));
+  std::vector<testing::CaptureRecord> records = testing::capture_program(8, 0, CAPTURE_INCOMPLETE);
+  records.push_back(testing::capture_pod(capture_header{CAPTURE_MISSED, 8}));
+  for (auto& r : testing::capture_program(9, 3)) records.push_back(r);
+  put_with_variants(dir, "incomplete_then_whole", capture_input(records));
+}
+
 }  // namespace
 }  // namespace bpfprof::fuzz
 
@@ -153,5 +178,6 @@ int main(int argc, char** argv) {
   bpfprof::fuzz::reader_corpus(root + "/reader");
   bpfprof::fuzz::pipe_corpus(root + "/pipe");
   bpfprof::fuzz::features_corpus(root + "/features");
+  bpfprof::fuzz::capture_corpus(root + "/capture");
   return 0;
 }

@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-20}
 build=${BPFPROF_FUZZ_BUILD_DIR:-build-fuzz}
-targets=(records reader features pipe)
+targets=(records reader features pipe capture)
 
 # libFuzzer's runtime (libclang-rt-14-dev) is in install-deps.sh.
 runtime="$(clang -print-resource-dir)/lib/linux/libclang_rt.fuzzer-$(uname -m).a"

@@ -138,6 +138,11 @@ void CaptureAssembler::add_chunk(const capture_chunk& c, std::span<const std::by
 void CaptureAssembler::add_prog(const capture_prog& p) {
   auto node = partial_.extract(p.hdr.id);
   Partial part = node ? std::move(node.mapped()) : Partial{};
+  if (captured_.count(p.hdr.id)) {
+    // Program ids are never reused: a second capture of one is not a load.
+    bad_records_++;
+    return;
+  }
   auto arrived = [](const Pieces& a, uint64_t size) { return !a.gap && a.data.size() == size; };
   bool whole = !(p.flags & CAPTURE_INCOMPLETE) && part.funcs.size() == p.nr_funcs;
   for (int a = 0; a < CAPTURE_BTF; a++) whole = whole && arrived(part.arrays[a], p.sent[a]);
@@ -159,7 +164,9 @@ void CaptureAssembler::add_prog(const capture_prog& p) {
 }
 
 void CaptureAssembler::finish() {
-  for (const auto& [id, part] : partial_) incomplete_.insert(id);
+  for (const auto& [id, part] : partial_) {
+    if (!captured_.count(id)) incomplete_.insert(id);
+  }
   partial_.clear();
   partial_btf_.clear();
 }

@@ -91,5 +91,21 @@ TEST(CaptureAssemblerTest, WhatDoesNotParseIsCountedAndAMissingLastRecordIsIncom
   EXPECT_TRUE(a.infos().empty());
 }
 
+TEST(CaptureAssemblerTest, ASecondCaptureOfOneIdIsNotALoad) {
+  // Found by the capture fuzz target: a repeated id left a program both
+  // captured and incomplete.
+  CaptureAssembler a;
+  add_all(a, capture_program(7, 0));
+  std::vector<CaptureRecord> again = capture_program(7, 0, CAPTURE_INCOMPLETE);
+  add_all(a, again);
+  again.pop_back();
+  add_all(a, again);  // and pieces with no CAPTURE_PROG after them
+  a.finish();
+  EXPECT_TRUE(a.captured(7));
+  EXPECT_TRUE(a.incomplete().empty());
+  EXPECT_EQ(a.bad_records(), 1u);
+  EXPECT_EQ(a.infos().at(7).jited_insns.size(), 96u);
+}
+
 }  // namespace
 }  // namespace bpfprof::record

@@ -1,0 +1,44 @@
+// SPDX-License-Identifier: Apache-2.0
+// libFuzzer target: the records of the in-kernel capture (record/bpf/
+// capture_abi.h) as the recorder's ring hands them over, assembled into
+// programs' info and BTF (record::CaptureAssembler). The input is a sequence
+// of records, each a little-endian u16 length and that many bytes; what does
+// not parse must be counted, never read past, and what is assembled must be
+// self-consistent.
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <span>
+
+#include "fuzz/fuzz_util.h"
+#include "record/capture_records.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  using namespace bpfprof;
+  record::CaptureAssembler a;
+  std::span<const std::byte> in(reinterpret_cast<const std::byte*>(data), size);
+  while (in.size() >= 2) {
+    uint16_t len = 0;
+    std::memcpy(&len, in.data(), sizeof len);
+    in = in.subspan(2);
+    len = static_cast<uint16_t>(std::min<size_t>(len, in.size()));
+    a.add(in.first(len));
+    in = in.subspan(len);
+  }
+  a.finish();
+  for (const auto& [id, p] : a.infos()) {
+    // A program is either captured (with info) or incomplete, never both.
+    if (!a.captured(id) || a.incomplete().count(id)) std::abort();
+    if (p.info.id != id || p.info.jited_prog_len != p.jited_insns.size() ||
+        p.info.nr_jited_ksyms != p.jited_ksyms.size() ||
+        p.jited_ksyms.size() != p.jited_func_lens.size()) {
+      std::abort();
+    }
+    fuzz::keep(p.func_info.size() + p.line_info.size() + p.jited_line_info.size());
+  }
+  for (const auto& [id, b] : a.btfs()) fuzz::keep(id + b.data.size());
+  fuzz::keep(a.bad_records() + a.missed());
+  return 0;
+}
