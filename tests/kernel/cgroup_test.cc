@@ -23,26 +23,13 @@
 #include "perf/records.h"
 #include "perfdata/reader.h"
 #include "proto/profile.pb.h"
+#include "testing/cgroup2.h"
 #include "testing/subprocess.h"
 
 namespace bpfprof::testing {
 namespace {
 
 const std::string kBin = BPFPROF_BIN_DIR;
-
-// The cgroup v2 mount point, "" if there is none.
-std::string cgroup2_mount() {
-  std::ifstream in("/proc/self/mountinfo");
-  for (std::string line; std::getline(in, line);) {
-    const size_t dash = line.find(" - cgroup2 ");
-    if (dash == std::string::npos) continue;
-    std::istringstream f(line.substr(0, dash));
-    std::string id, parent, dev, root, mount_point;
-    f >> id >> parent >> dev >> root >> mount_point;
-    if (root == "/") return mount_point;
-  }
-  return "";
-}
 
 std::string read_word(const std::string& path) {
   std::ifstream in(path);
