@@ -79,7 +79,7 @@ TEST(CaptureAssemblerTest, WhatDoesNotParseIsCountedAndAMissingLastRecordIsIncom
   a.add(std::vector<std::byte>(4));  // shorter than a header
   a.add(capture_pod(capture_header{99, 1}));  // no such kind
   CaptureRecord chunk = capture_chunk_record(5, 5, CAPTURE_FUNC_INFO, 0, std::vector<std::byte>(16));
-  chunk.resize(chunk.size() - 1);  // its payload cut short
+  chunk.pop_back();  // its payload cut short
   a.add(chunk);
   EXPECT_EQ(a.bad_records(), 3u);
   std::vector<CaptureRecord> records = capture_program(6, 0);
