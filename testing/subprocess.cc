@@ -140,11 +140,15 @@ int Background::stop(int sig) {
 }
 
 std::vector<std::byte> read_file_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::vector<char> c((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string c = read_file_text(path);
   std::vector<std::byte> out(c.size());
   if (!c.empty()) std::memcpy(out.data(), c.data(), c.size());  // not from null (UBSan)
   return out;
+}
+
+std::string read_file_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
 TempDir::TempDir() {

@@ -46,6 +46,8 @@ class Background {
 
 // The whole file's bytes (empty if it cannot be read).
 std::vector<std::byte> read_file_bytes(const std::string& path);
+// The same as a string.
+std::string read_file_text(const std::string& path);
 
 // A fresh directory under $TMPDIR removed (recursively) on destruction.
 class TempDir {

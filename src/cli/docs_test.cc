@@ -27,13 +27,6 @@ namespace {
 const std::string kDocs = BPFPROF_DOCS_DIR;
 using Names = std::set<std::string>;
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 // What the parser accepts, asked of CLI11 directly: visible and hidden flags.
 void parser_flags(const CLI::App& cmd, Names& visible, Names& hidden) {
   for (const CLI::Option* opt : cmd.get_options()) {
@@ -94,14 +87,14 @@ TEST(DocsTest, EveryCommandHasAPageDocumentingExactlyItsFlags) {
   std::vector<const CLI::App*> commands{cl.app.get()};
   for (const CLI::App* sub : cl.app->get_subcommands({})) commands.push_back(sub);
   Names expected_files;
-  const std::string main_page = slurp(kDocs + "/man/man1/bpfprof.1");
+  const std::string main_page = testing::read_file_text(kDocs + "/man/man1/bpfprof.1");
   for (const CLI::App* cmd : commands) {
     const std::string name =
         cmd == cl.app.get() ? "bpfprof" : "bpfprof-" + cmd->get_name();
     expected_files.insert(name + ".1");
     expected_files.insert(name + ".1.gz");
     const std::string path = kDocs + "/man/man1/" + name + ".1";
-    const std::string page = slurp(path);
+    const std::string page = testing::read_file_text(path);
     ASSERT_FALSE(page.empty()) << path;
     Names visible, hidden;
     parser_flags(*cmd, visible, hidden);
@@ -118,7 +111,7 @@ TEST(DocsTest, EveryCommandHasAPageDocumentingExactlyItsFlags) {
           << "bpfprof(1) does not list " << name;
     }
     // The installed, gzipped page is the same page.
-    auto gz = exporter::gzip_decompress(slurp(path + ".gz"));
+    auto gz = exporter::gzip_decompress(testing::read_file_text(path + ".gz"));
     ASSERT_TRUE(gz.ok()) << path << ".gz: " << gz.error().to_string();
     EXPECT_EQ(*gz, page) << path;
   }

@@ -8,7 +8,6 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <fstream>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -22,13 +21,6 @@ namespace bpfprof::testing {
 namespace {
 
 const std::string kBin = BPFPROF_BIN_DIR;
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 std::string find_chromium() {
   for (const char* name : {"chromium", "chromium-browser", "google-chrome"}) {
@@ -164,7 +156,7 @@ class ExportBrowserTest : public ::testing::Test {
 };
 
 TEST_F(ExportBrowserTest, FoldedCountsEverySampleAndNamesTheWorkload) {
-  const std::string folded = read_file(export_to("folded", "out.folded"));
+  const std::string folded = read_file_text(export_to("folded", "out.folded"));
   uint64_t total = 0;
   bool long_burner = false;
   std::istringstream lines(folded);
@@ -179,7 +171,7 @@ TEST_F(ExportBrowserTest, FoldedCountsEverySampleAndNamesTheWorkload) {
   ASSERT_EQ(report.exit_code, 0) << report.err;
   EXPECT_EQ(total, nlohmann::json::parse(report.out)["samples"].get<uint64_t>());
   // --bpf-only: every line ends in a BPF frame.
-  std::istringstream bpf(read_file(export_to("folded", "bpf.folded", {"--bpf-only"})));
+  std::istringstream bpf(read_file_text(export_to("folded", "bpf.folded", {"--bpf-only"})));
   for (std::string line; std::getline(bpf, line);) {
     EXPECT_NE(line.substr(0, line.rfind(' ')).rfind("_[bpf]"), std::string::npos) << line;
   }
@@ -191,7 +183,7 @@ TEST_F(ExportBrowserTest, SvgAndJsonAreValid) {
   if (lint.exit_code != 127 || std::getenv("CI") != nullptr) {
     EXPECT_EQ(lint.exit_code, 0) << lint.err;  // xmllint missing outside CI: not checked
   }
-  auto j = nlohmann::json::parse(read_file(export_to("json", "out.json")));
+  auto j = nlohmann::json::parse(read_file_text(export_to("json", "out.json")));
   EXPECT_EQ(j["name"], "all");
   EXPECT_GT(j["samples"].get<uint64_t>(), 0u);
 }
@@ -206,7 +198,7 @@ TEST_F(ExportBrowserTest, ScreenshotIsAFlameGraph) {
                            "--hide-scrollbars", "file://" + html});
   RunResult r = run(argv);
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  Image img = decode_png(read_file(png));
+  Image img = decode_png(read_file_text(png));
   ASSERT_EQ(img.error, "");
   EXPECT_EQ(img.width, 1200u);
   EXPECT_EQ(img.height, 800u);

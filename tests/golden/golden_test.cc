@@ -7,7 +7,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -45,13 +44,6 @@ const GoldenFile kFiles[] = {
     {"degraded", "report-kallsyms.txt", {"report", "--kallsyms", "{dir}/kallsyms"}},
 };
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 void write_file(const std::string& path, const std::string& text) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out << text;
@@ -80,7 +72,7 @@ TEST_P(GoldenTest, MatchesExpected) {
     std::remove((expected_path + ".actual").c_str());
     return;
   }
-  const std::string expected = read_file(expected_path);
+  const std::string expected = read_file_text(expected_path);
   if (expected == r.out) {
     std::remove((expected_path + ".actual").c_str());
     return;
@@ -111,8 +103,8 @@ TEST(GoldenData, GeneratorReproducesCommittedFiles) {
   RunResult gen = run({BPFPROF_GOLDEN_GEN, tmp.path()});
   ASSERT_EQ(gen.exit_code, 0) << gen.err;
   for (const char* c : {"bpf_lifecycle", "degraded"}) {
-    EXPECT_EQ(read_file(tmp.file(std::string(c) + "/perf.data")),
-              read_file(kGolden + "/" + c + "/perf.data"))
+    EXPECT_EQ(read_file_text(tmp.file(std::string(c) + "/perf.data")),
+              read_file_text(kGolden + "/" + c + "/perf.data"))
         << c << "/perf.data is not what the generator writes; regenerate with "
         << "bpfprof_golden_gen " << kGolden;
   }
@@ -133,7 +125,7 @@ TEST(GoldenData, ThreadCountDoesNotChangeOutput) {
 // A corrupt file: exit code 1 and one line naming the byte offset.
 TEST(GoldenErrors, CorruptInputIsOneLineWithOffset) {
   TempDir tmp;
-  std::string bytes = read_file(kGolden + "/bpf_lifecycle/perf.data");
+  std::string bytes = read_file_text(kGolden + "/bpf_lifecycle/perf.data");
   ASSERT_GT(bytes.size(), 400u);
   // The first record's header.size in the data section (data offset is at byte 40).
   uint64_t data_offset = 0;
