@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "testing/subprocess.h"
+#include "testing/workload_recording.h"
 
 namespace bpfprof::testing {
 namespace {
@@ -98,35 +99,13 @@ Image decode_png(const std::string& png) {
   return img;
 }
 
-struct Fixture {
-  TempDir dir;
-  std::string data, skip_reason;
-};
-Fixture* g = nullptr;
-
-class ExportBrowserTest : public ::testing::Test {
+class ExportBrowserTest : public WorkloadRecordingTest<ExportBrowserTest> {
  protected:
   static void SetUpTestSuite() {
-    g = new Fixture;
-    g->data = g->dir.file("rec.data");
-    g->skip_reason = bpf_refusal(kBin);
-    if (!g->skip_reason.empty()) return;
-    RunResult rec = run({kBin + "/bpfprof", "record", "-a", "-g", "-F", "999", "-q", "-o", g->data,
-                         "--", kBin + "/bpfprof-workload", "--programs", "4", "--lifetime", "50ms",
-                         "--long-lived", "1s", "--quiet"});
-    if (rec.exit_code == 2 && rec.err.find("ermission") != std::string::npos) {
-      g->skip_reason = "recording refused: " + rec.err;
-      return;
-    }
-    ASSERT_EQ(rec.exit_code, 0) << rec.err;
-  }
-  static void TearDownTestSuite() {
-    delete g;
-    g = nullptr;
-  }
-  void SetUp() override {
-    ASSERT_NE(g, nullptr);
-    if (!g->skip_reason.empty()) BPFPROF_KERNEL_SKIP(g->skip_reason);
+    g = new WorkloadRecording;
+    g->record_workload(
+        kBin, {.workload_args = {"--programs", "4", "--lifetime", "50ms", "--long-lived", "1s"},
+               .truth = false});
   }
   // `bpfprof export` into the test's directory; returns the file's path.
   static std::string export_to(const std::string& format, const std::string& name,

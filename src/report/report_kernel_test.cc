@@ -4,7 +4,6 @@
 // instances of the same code, attributes its hot line, and `bpfprof script`
 // prints as many samples as `perf script`.
 #include <algorithm>
-#include <fstream>
 #include <map>
 #include <set>
 #include <string>
@@ -14,59 +13,24 @@
 #include <nlohmann/json.hpp>
 
 #include "testing/subprocess.h"
+#include "testing/workload_recording.h"
 
 namespace bpfprof::testing {
 namespace {
 
 const std::string kBin = BPFPROF_BIN_DIR;
 
-struct Fixture {
-  TempDir dir;
-  std::string data, truth;
-  std::string skip_reason;
-  nlohmann::json truth_json;
-};
-Fixture* g = nullptr;
-
-class ReportKernelTest : public ::testing::Test {
+class ReportKernelTest : public WorkloadRecordingTest<ReportKernelTest> {
  protected:
   static void SetUpTestSuite() {
-    g = new Fixture;
-    g->data = g->dir.file("rec.data");
-    g->truth = g->dir.file("truth.json");
-    g->skip_reason = bpf_refusal(kBin);
-    if (!g->skip_reason.empty()) return;
-    RunResult rec = run({kBin + "/bpfprof", "record", "-a", "-g", "-F", "999", "-q", "-o", g->data,
-                         "--", kBin + "/bpfprof-workload", "--programs", "6", "--lifetime", "50ms",
-                         "--long-lived", "1s", "--truth", g->truth, "--quiet"});
-    if (rec.exit_code == 2 && rec.err.find("ermission") != std::string::npos) {
-      g->skip_reason = "recording refused: " + rec.err;
-      return;
-    }
-    ASSERT_EQ(rec.exit_code, 0) << rec.err;
-    std::ifstream in(g->truth);
-    g->truth_json = nlohmann::json::parse(in, nullptr, false);
-  }
-  static void TearDownTestSuite() {
-    delete g;
-    g = nullptr;
-  }
-  void SetUp() override {
-    ASSERT_NE(g, nullptr);
-    if (!g->skip_reason.empty()) BPFPROF_KERNEL_SKIP(g->skip_reason);
-    ASSERT_TRUE(g->truth_json.is_object()) << "no workload truth";
-  }
-  const nlohmann::json& long_lived() const {
-    for (const auto& p : g->truth_json["programs"]) {
-      if (p["kind"] == "long-lived") return p;
-    }
-    static const nlohmann::json none;
-    return none;
+    g = new WorkloadRecording;
+    g->record_workload(
+        kBin, {.workload_args = {"--programs", "6", "--lifetime", "50ms", "--long-lived", "1s"}});
   }
 };
 
 TEST_F(ReportKernelTest, LongLivedProgramHasSamplesAndItsName) {
-  const nlohmann::json& truth = long_lived();
+  const nlohmann::json& truth = g->long_lived();
   ASSERT_TRUE(truth.is_object()) << g->truth_json.dump();
   RunResult r =
       run({kBin + "/bpfprof", "report", "--instances", "--format", "json", "-i", g->data});
@@ -149,7 +113,7 @@ TEST_F(ReportKernelTest, ProgramTableGroupsInstancesOfTheSameCode) {
 }
 
 TEST_F(ReportKernelTest, HotLineLeadsTheLongLivedProgram) {
-  const nlohmann::json& truth = long_lived();
+  const nlohmann::json& truth = g->long_lived();
   ASSERT_TRUE(truth.is_object());
   RunResult r = run({kBin + "/bpfprof", "report", "--format", "json", "--bpf-only", "--sort",
                      "prog,line", "-i", g->data});

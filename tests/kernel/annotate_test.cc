@@ -7,7 +7,6 @@
 // name may be in it: the checks select the workload's instance by id and its
 // samples in `report` by pid.
 #include <algorithm>
-#include <fstream>
 #include <map>
 #include <numeric>
 #include <set>
@@ -16,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "testing/subprocess.h"
+#include "testing/workload_recording.h"
 
 namespace bpfprof::testing {
 namespace {
@@ -23,49 +23,16 @@ namespace {
 const std::string kBin = BPFPROF_BIN_DIR;
 using Json = nlohmann::json;
 
-struct Fixture {
-  TempDir dir;
-  std::string data, truth;
-  std::string skip_reason;
-  Json truth_json;
-};
-Fixture* g = nullptr;
-
-class AnnotateKernelTest : public ::testing::Test {
+class AnnotateKernelTest : public WorkloadRecordingTest<AnnotateKernelTest> {
  protected:
   static void SetUpTestSuite() {
-    g = new Fixture;
-    g->data = g->dir.file("rec.data");
-    g->truth = g->dir.file("truth.json");
-    g->skip_reason = bpf_refusal(kBin);
-    if (!g->skip_reason.empty()) return;
-    RunResult rec = run({kBin + "/bpfprof", "record", "-a", "-F", "4999", "-o", g->data, "--",
-                         kBin + "/bpfprof-workload", "--programs", "4", "--lifetime", "50ms",
-                         "--long-lived", "1s", "--truth", g->truth, "--quiet"});
-    if (rec.exit_code == 2 && rec.err.find("ermission") != std::string::npos) {
-      g->skip_reason = "recording refused: " + rec.err;
-      return;
-    }
-    ASSERT_EQ(rec.exit_code, 0) << rec.err;
-    std::ifstream in(g->truth);
-    g->truth_json = Json::parse(in, nullptr, false);
+    g = new WorkloadRecording;
+    g->record_workload(
+        kBin, {.record_flags = {"-a", "-F", "4999"},
+               .workload_args = {"--programs", "4", "--lifetime", "50ms", "--long-lived", "1s"}});
   }
-  static void TearDownTestSuite() {
-    delete g;
-    g = nullptr;
-  }
-  void SetUp() override {
-    ASSERT_NE(g, nullptr);
-    if (!g->skip_reason.empty()) BPFPROF_KERNEL_SKIP(g->skip_reason);
-    ASSERT_TRUE(g->truth_json.is_object()) << "no workload truth";
-  }
-  static std::string long_lived_id() { return std::to_string(long_lived()["id"].get<uint32_t>()); }
-  static const Json& long_lived() {
-    for (const auto& p : g->truth_json["programs"]) {
-      if (p["kind"] == "long-lived") return p;
-    }
-    static const Json none;
-    return none;
+  static std::string long_lived_id() {
+    return std::to_string(g->long_lived()["id"].get<uint32_t>());
   }
   // `bpfprof annotate --format json` of `query`; fails the test on error.
   static Json annotate(const std::string& query) {
@@ -96,14 +63,14 @@ TEST_F(AnnotateKernelTest, HottestLineIsTheTruthsHotLine) {
   Json j = annotate(long_lived_id());
   ASSERT_EQ(j["programs"].size(), 1u) << j.dump();
   const Json& p = j["programs"][0];
-  EXPECT_EQ(p["tag"], long_lived()["tag"]);
+  EXPECT_EQ(p["tag"], g->long_lived()["tag"]);
   ASSERT_GT(p["samples"].get<uint64_t>(), 0u);
   EXPECT_TRUE(p["has_lines"].get<bool>());
   auto totals = line_totals(p);
   ASSERT_FALSE(totals.empty());
   auto hottest = std::max_element(totals.begin(), totals.end(),
                                   [](const auto& a, const auto& b) { return a.second < b.second; });
-  const Json& hot = long_lived()["hot_line"];
+  const Json& hot = g->long_lived()["hot_line"];
   EXPECT_EQ(hottest->first,
             hot["file"].get<std::string>() + ":" + std::to_string(hot["line"].get<int>()))
       << p.dump();
@@ -127,7 +94,7 @@ TEST_F(AnnotateKernelTest, DisassemblyCoversEveryFunction) {
     EXPECT_EQ(size, f["len"].get<uint64_t>()) << f["name"];
     got[f["name"]] = f["len"];
   }
-  const Json& truth = long_lived();
+  const Json& truth = g->long_lived();
   EXPECT_EQ(got.size(), truth["functions"].size());
   for (const auto& f : truth["functions"]) {
     auto it = got.find(f["ksym"].get<std::string>());
@@ -157,7 +124,7 @@ TEST_F(AnnotateKernelTest, LineTotalsEqualReportByProgAndLine) {
 }
 
 TEST_F(AnnotateKernelTest, IdSelectsOneInstanceAndNameAllOfThem) {
-  const Json& truth = long_lived();
+  const Json& truth = g->long_lived();
   Json by_id = annotate(std::to_string(truth["id"].get<uint32_t>()));
   EXPECT_EQ(by_id["selected_by"], "id");
   ASSERT_EQ(by_id["programs"].size(), 1u);
@@ -187,7 +154,7 @@ TEST_F(AnnotateKernelTest, UnknownNameListsTheClosest) {
 TEST_F(AnnotateKernelTest, TextListingShowsLinesAndInstructions) {
   RunResult r = run({kBin + "/bpfprof", "annotate", "-i", g->data, long_lived_id()});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  const Json& hot = long_lived()["hot_line"];
+  const Json& hot = g->long_lived()["hot_line"];
   EXPECT_NE(r.out.find(":" + std::to_string(hot["line"].get<int>())), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("HOT LINE"), std::string::npos) << "BTF carries the line's text";
   EXPECT_EQ(r.out.find('\033'), std::string::npos) << "no colour when stdout is not a terminal";

@@ -20,64 +20,42 @@
 #include "perfdata/reader.h"
 #include "testing/subprocess.h"
 #include "testing/recording.h"
+#include "testing/workload_recording.h"
 
 namespace bpfprof::testing {
 namespace {
 
 const std::string kBin = BPFPROF_BIN_DIR;
 
-struct Fixture {
-  TempDir dir;
-  std::string data, truth, hold_truth;
-  RunResult record;
-  std::string skip_reason;
+struct Fixture : WorkloadRecording {
   Recording rec;
-  std::vector<TruthProgram> programs;  // the recorded workload
-  TruthProgram held;                   // loaded before recording started
-  uint32_t held_pid = 0;               // the process that holds it
+  TruthProgram held;      // loaded before recording started
+  uint32_t held_pid = 0;  // the process that holds it
 };
-Fixture* g = nullptr;
 
-class RecordWorkloadTest : public ::testing::Test {
+class RecordWorkloadTest : public WorkloadRecordingTest<RecordWorkloadTest, Fixture> {
  protected:
   static void SetUpTestSuite() {
     g = new Fixture;
-    g->data = g->dir.file("rec.data");
-    g->truth = g->dir.file("truth.json");
-    g->hold_truth = g->dir.file("hold.json");
-
-    g->skip_reason = bpf_refusal(kBin);
-    if (!g->skip_reason.empty()) return;
+    if (!g->bpf_allowed(kBin)) return;
     // A program loaded before the recording starts and unloaded after it ends.
-    Background hold({kBin + "/bpfprof-workload", "--hold", "--truth", g->hold_truth, "--quiet"});
+    const std::string hold_truth = g->dir.file("hold.json");
+    Background hold({kBin + "/bpfprof-workload", "--hold", "--truth", hold_truth, "--quiet"});
     std::string ready = hold.wait_for_line("ready");
     ASSERT_FALSE(ready.empty()) << "bpfprof-workload --hold never became ready";
     g->held_pid = static_cast<uint32_t>(hold.pid());
 
-    g->record = run({kBin + "/bpfprof", "record", "-a", "-g", "-F", "999", "-q", "-o", g->data, "--",
-                     kBin + "/bpfprof-workload", "--programs", "24", "--lifetime",
-                     "500us,2ms,10ms,50ms", "--subprog-programs", "3", "--long-lived", "1500ms",
-                     "--threads", "2", "--truth", g->truth, "--quiet"});
-    if (g->record.exit_code == 2 && g->record.err.find("ermission") != std::string::npos) {
-      g->skip_reason = "recording refused: " + g->record.err;
+    if (!g->record_workload(
+            kBin, {.workload_args = {"--programs", "24", "--lifetime", "500us,2ms,10ms,50ms",
+                                     "--subprog-programs", "3", "--long-lived", "1500ms",
+                                     "--threads", "2"}})) {
       return;
     }
     ASSERT_EQ(hold.stop(SIGINT), 0);
-    ASSERT_EQ(g->record.exit_code, 0) << g->record.err;
     g->rec = read_recording(g->data);
-    g->programs = read_truth(g->truth);
-    auto held = read_truth(g->hold_truth);
+    auto held = read_truth(hold_truth);
     ASSERT_EQ(held.size(), 1u);
     g->held = held[0];
-  }
-  static void TearDownTestSuite() {
-    delete g;
-    g = nullptr;
-  }
-  void SetUp() override {
-    ASSERT_NE(g, nullptr);
-    if (!g->skip_reason.empty()) BPFPROF_KERNEL_SKIP(g->skip_reason);
-    ASSERT_FALSE(g->programs.empty()) << "no workload truth; record stderr: " << g->record.err;
   }
 
   static std::vector<const KsymbolEvent*> ksyms_at(uint64_t addr, bool unregister) {

@@ -5,7 +5,6 @@
 // report's header names the enrichment path, and the kernel's run time of
 // the long-lived program agrees with the sampled time.
 #include <cstdio>
-#include <fstream>
 #include <map>
 
 #include <gtest/gtest.h>
@@ -13,6 +12,7 @@
 
 #include "testing/subprocess.h"
 #include "testing/recording.h"
+#include "testing/workload_recording.h"
 
 namespace bpfprof::testing {
 namespace {
@@ -20,52 +20,29 @@ namespace {
 const std::string kBin = BPFPROF_BIN_DIR;
 constexpr int kFreq = 999;
 
-struct Fixture {
-  TempDir dir;
-  std::string data, truth;
-  RunResult record;
-  std::string skip_reason;
+struct Fixture : WorkloadRecording {
   Recording rec;
-  std::vector<TruthProgram> programs;
   nlohmann::json lifetimes;  // id -> nominal lifetime_ns, from the truth
 };
-Fixture* g = nullptr;
 
-class ShortLivedTest : public ::testing::Test {
+class ShortLivedTest : public WorkloadRecordingTest<ShortLivedTest, Fixture> {
  protected:
   static void SetUpTestSuite() {
     g = new Fixture;
-    g->data = g->dir.file("short.data");
-    g->truth = g->dir.file("truth.json");
-    g->skip_reason = bpf_refusal(kBin);
-    if (!g->skip_reason.empty()) return;
     // 40 programs per class on two loader threads, plus the long-lived
     // burner on a third: both CPUs stay busy.
-    g->record = run({kBin + "/bpfprof", "record", "-a", "-F", std::to_string(kFreq), "-q",
-                     "--bpf-stats", "-o", g->data, "--", kBin + "/bpfprof-workload", "--programs",
-                     "160", "--lifetime", "100us,400us,1ms,10ms", "--subprog-programs", "0",
-                     "--long-lived", "1s", "--threads", "2", "--truth", g->truth, "--quiet"});
-    if (g->record.exit_code == 2 && g->record.err.find("ermission") != std::string::npos) {
-      g->skip_reason = "recording refused: " + g->record.err;
+    if (!g->record_workload(
+            kBin,
+            {.record_flags = {"-a", "-F", std::to_string(kFreq), "-q", "--bpf-stats"},
+             .workload_args = {"--programs", "160", "--lifetime", "100us,400us,1ms,10ms",
+                               "--subprog-programs", "0", "--long-lived", "1s", "--threads", "2"},
+             .data_name = "short.data"})) {
       return;
     }
-    ASSERT_EQ(g->record.exit_code, 0) << g->record.err;
     g->rec = read_recording(g->data);
-    g->programs = read_truth(g->truth);
-    std::ifstream in(g->truth);
-    const nlohmann::json truth = nlohmann::json::parse(in);
-    for (const auto& p : truth.at("programs")) {
+    for (const auto& p : g->truth_json.at("programs")) {
       g->lifetimes[std::to_string(p.at("id").get<uint32_t>())] = p.at("lifetime_ns");
     }
-  }
-  static void TearDownTestSuite() {
-    delete g;
-    g = nullptr;
-  }
-  void SetUp() override {
-    ASSERT_NE(g, nullptr);
-    if (!g->skip_reason.empty()) BPFPROF_KERNEL_SKIP(g->skip_reason);
-    ASSERT_FALSE(g->programs.empty()) << "no workload truth; record stderr: " << g->record.err;
   }
   static bool full_info(const TruthProgram& p) {
     auto it = g->rec.prog_info.find(p.id);
