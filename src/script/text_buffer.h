@@ -28,6 +28,7 @@ class TextBuffer {
   // Keeps the bytes written from reserve()'s pointer up to `end`.
   void commit(char* end) { size_ = static_cast<size_t>(end - data_.get()); }
   void append(std::string_view s) {
+    if (s.empty()) return;  // a buffer never grown has no pointer to copy to
     char* p = reserve(s.size());
     std::memcpy(p, s.data(), s.size());
     commit(p + s.size());
