@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <span>
+#include <vector>
 
 #include "fuzz/fuzz_util.h"
 #include "record/capture_records.h"
@@ -39,6 +40,21 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     fuzz::keep(p.func_info.size() + p.line_info.size() + p.jited_line_info.size());
   }
   for (const auto& [id, b] : a.btfs()) fuzz::keep(id + b.data.size());
+  std::vector<record::CapturedLink> links;
+  std::vector<uint32_t> missed_links;
+  a.take_links(links, missed_links);
+  for (const record::CapturedLink& l : links) {
+    // Strings stay within their arrays; only BPF_PROG_ATTACH has no link id.
+    if (l.prog_id == 0 || l.name.size() > CAPTURE_NAME_MAX || l.category.size() > CAPTURE_CATEGORY_MAX ||
+        l.ifname.size() > CAPTURE_IFNAME_MAX || (l.link_id == 0) != l.has(CAPTURE_LINK_PROG_ATTACH)) {
+      std::abort();
+    }
+    fuzz::keep(l.name.size() + l.category.size() + l.ifname.size());
+  }
+  for (uint32_t id : missed_links) {
+    if (id == 0) std::abort();
+  }
+  for (const auto& [id, t] : a.test_runs()) fuzz::keep(id + t);
   fuzz::keep(a.bad_records() + a.missed());
   return 0;
 }

@@ -144,7 +144,8 @@ void features_corpus(const std::string& dir) {
 
 // The capture target's input: records, each behind a little-endian u16
 // length. One program with its BTF; then one the kernel side marked
-// incomplete, its missed-ring record, and one that sends the same BTF.
+// incomplete, its missed-ring record, and one that sends the same BTF; then
+// links and a test run.
 ByteVec capture_input(const std::vector<testing::CaptureRecord>& records) {
   ByteVec out;
   for (const testing::CaptureRecord& r : records) {
@@ -163,6 +164,16 @@ void capture_corpus(const std::string& dir) {
   records.push_back(testing::capture_pod(capture_header{CAPTURE_MISSED, 8}));
   for (auto& r : testing::capture_program(9, 3)) records.push_back(r);
   put_with_variants(dir, "incomplete_then_whole", capture_input(records));
+  // Links: a raw_tp, a BPF_PROG_ATTACH to a cgroup, one the ring missed, a test run.
+  std::vector<testing::CaptureRecord> links = {
+      testing::capture_pod(testing::capture_link_of(11, 7, 1, "task_rename"))};
+  capture_link attach = testing::capture_link_of(0, 8, 0);
+  attach.flags |= CAPTURE_LINK_PROG_ATTACH;
+  attach.cgroup_id = 880;
+  links.push_back(testing::capture_pod(attach));
+  links.push_back(testing::capture_pod(capture_header{CAPTURE_MISSED_LINK, 12}));
+  links.push_back(testing::capture_pod(capture_test_run{{CAPTURE_TEST_RUN, 9}, 500}));
+  put_with_variants(dir, "links_and_test_run", capture_input(links));
 }
 
 }  // namespace

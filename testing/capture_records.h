@@ -77,4 +77,17 @@ inline std::vector<CaptureRecord> capture_program(uint32_t id, uint32_t btf_id, 
   return out;
 }
 
+// One CAPTURE_LINK: link `id` (0 with CAPTURE_LINK_PROG_ATTACH) of `type`
+// for program `prog`, named by `name` (raw_tp, tracepoint) when not empty.
+inline capture_link capture_link_of(uint32_t id, uint32_t prog, uint32_t type, const char* name = "") {
+  capture_link l{};
+  l.hdr = {CAPTURE_LINK, id};
+  l.prog_id = prog;
+  l.link_type = type;
+  l.flags = CAPTURE_LINK_NAMED;
+  l.time = 1'000'000'000;
+  std::strncpy(l.name, name, sizeof l.name - 1);
+  return l;
+}
+
 }  // namespace bpfprof::testing

@@ -184,6 +184,7 @@ Result<std::vector<ProgramTruth>> run_attached(const AttachedOptions& o, const s
     cgroup_fd.reset(::open(o.cgroup.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     if (!cgroup_fd.valid()) return make_sys_error("opening " + o.cgroup, errno);
   }
+  int prog_attached = -1;  // the program attached with BPF_PROG_ATTACH
   bpf_program* p = nullptr;
   bpf_object__for_each_program(p, object.get()) {
     if (!bpf_program__autoload(p)) continue;
@@ -201,11 +202,17 @@ Result<std::vector<ProgramTruth>> run_attached(const AttachedOptions& o, const s
       link = bpf_program__attach_xdp(p, ifindex);
       t.attach = {std::string("xdp/") + kVethIn + netns};
     } else if (name == "attached_skb") {
-      link = bpf_program__attach_cgroup(p, cgroup_fd.get());
       t.attach = {"cgroup_skb/egress:" + o.cgroup};
+      if (o.prog_attach) {
+        if (bpf_prog_attach(bpf_program__fd(p), cgroup_fd.get(), BPF_CGROUP_INET_EGRESS, 0) != 0)
+          return make_sys_error("BPF_PROG_ATTACH " + name, errno);
+        prog_attached = bpf_program__fd(p);
+      } else {
+        link = bpf_program__attach_cgroup(p, cgroup_fd.get());
+      }
     }
-    if (!link) return make_sys_error("attaching " + name, errno);
-    links.emplace_back(link, &bpf_link__destroy);
+    if (!link && prog_attached != bpf_program__fd(p)) return make_sys_error("attaching " + name, errno);
+    if (link) links.emplace_back(link, &bpf_link__destroy);
     BPFPROF_TRY(fill_truth(bpf_program__fd(p), t));
     t.load_ns = monotonic_ns();
     truth.push_back(std::move(t));
@@ -242,6 +249,10 @@ Result<std::vector<ProgramTruth>> run_attached(const AttachedOptions& o, const s
     std::this_thread::sleep_for(std::chrono::microseconds(500));
   }
   ::prctl(PR_SET_NAME, comm);
+  if (prog_attached >= 0 &&
+      bpf_prog_detach2(prog_attached, cgroup_fd.get(), BPF_CGROUP_INET_EGRESS) != 0) {
+    return make_sys_error("BPF_PROG_DETACH attached_skb", errno);
+  }
   links.clear();
   object.reset();
   for (ProgramTruth& t : truth) t.unload_ns = monotonic_ns();

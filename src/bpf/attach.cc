@@ -60,7 +60,7 @@ enum PerfEventType : uint32_t {
   kPerfUretprobe = 2,
   kPerfKprobe = 3,
   kPerfKretprobe = 4,
-  kPerfTracepoint = 5,
+  kPerfTracepoint = kPerfEventTracepoint,
   kPerfEvent = 6,
 };
 

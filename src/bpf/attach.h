@@ -40,6 +40,9 @@ inline constexpr uint32_t kAttachTcxEgress = 47;
 inline constexpr uint32_t kAttachNetkitPrimary = 54;
 inline constexpr uint32_t kAttachNetkitPeer = 55;
 
+// bpf_link_info.perf_event.type of a tracepoint (uapi enum bpf_perf_event_type).
+inline constexpr uint32_t kPerfEventTracepoint = 5;
+
 // One BPF link, decoded from bpf_link_info (the fields its type uses).
 struct LinkInfo {
   uint32_t id = 0;

@@ -15,6 +15,7 @@
 
 #include "bpf/attach.h"
 #include "perfdata/attach_feature.h"
+#include "record/capture_records.h"
 #include "record/synthesize.h"
 
 namespace bpfprof::record {
@@ -48,10 +49,63 @@ std::string in_netns(const std::string& name, const std::string& netns);
 // entry (the link's).
 struct AttachScan {
   std::vector<perfdata::AttachEntry> entries;
+  std::map<uint64_t, std::string> cgroup_paths;  // every cgroup seen: id -> path
   size_t links = 0;             // links listed
   std::optional<Error> failed;  // why links could not be listed (the rest still ran)
 };
 AttachScan scan_attach_points(const std::optional<Cgroup2Mount>& cgroup2, uint32_t source,
                               uint64_t time_ns);
+
+// The point of a link (or an attachment without one) the in-kernel capture
+// saw made, named as link_point() names a listed one, with `ctx`'s cgroup
+// paths and network namespaces; nullopt when the capture did not name it
+// (a link type it does not read: to be queried by id).
+std::optional<std::string> captured_point(const CapturedLink& link, const AttachContext& ctx);
+
+// Names what the capture saw attached during the recording, at the time it
+// is drained: cgroup paths from the start listing's (the hierarchy walked
+// again for an id it does not have), network namespaces by inode (ours, the
+// names in /run/netns), and links the capture did not name — or could not
+// send — queried by id while they still exist.
+class CapturedAttachNamer {
+ public:
+  CapturedAttachNamer(std::optional<Cgroup2Mount> cgroup2, std::map<uint64_t, std::string> cgroup_paths);
+
+  // Appends one entry per link: source kCaptured, or kById for the links
+  // queried by id. A link gone before its query is only counted (lost()).
+  void name(const std::vector<CapturedLink>& links, const std::vector<uint32_t>& missed_link_ids,
+            std::vector<perfdata::AttachEntry>& out);
+  uint64_t lost() const { return lost_; }
+
+ private:
+  std::optional<perfdata::AttachEntry> query(uint32_t link_id, uint64_t time_ns);
+  void know_cgroup(uint64_t id);
+  void know_netns(uint32_t ino);
+
+  std::optional<Cgroup2Mount> cgroup2_;
+  AttachContext ctx_;
+  uint64_t own_netns_ = 0;
+  uint64_t lost_ = 0;
+};
+
+// A program the recording knows, for program_points().
+struct KnownProgram {
+  uint32_t id = 0;
+  uint32_t type = 0;    // bpf_prog_type
+  uint32_t source = 0;  // AttachEntry::Source of its entry
+  uint64_t time_ns = 0;
+};
+inline constexpr uint32_t kProgTypeSyscall = 31;  // BPF_PROG_TYPE_SYSCALL
+inline constexpr std::string_view kPointSyscall = "syscall";
+inline constexpr std::string_view kPointTestRunOnly = "test_run only";
+
+// Points that are no hook: `syscall` for every program of
+// BPF_PROG_TYPE_SYSCALL (only ever run by BPF_PROG_RUN or from another
+// program), and `test_run only` for a program run through BPF_PROG_TEST_RUN
+// during the recording (`test_runs`: id -> first run) that `listed` names
+// no point for. Entries not already in `listed`.
+std::vector<perfdata::AttachEntry> program_points(const std::vector<perfdata::AttachEntry>& listed,
+                                                  const std::vector<KnownProgram>& programs,
+                                                  const std::map<uint32_t, uint64_t>& test_runs);
 
 }  // namespace bpfprof::record

@@ -103,5 +103,96 @@ TEST(AttachPointsTest, NetnsLinks) {
   EXPECT_EQ(link_point(l, ctx), "flow_dissector@blue");
 }
 
+CapturedLink captured(uint32_t link_id, uint32_t type, uint32_t prog = 5) {
+  CapturedLink c;
+  c.link_id = link_id;
+  c.prog_id = prog;
+  c.link_type = type;
+  c.flags = CAPTURE_LINK_NAMED;
+  return c;
+}
+
+TEST(AttachPointsTest, CapturedLinksAreNamedAsListedOnes) {
+  AttachContext ctx;
+  ctx.cgroup_paths[880] = "/sys/fs/cgroup/agent";
+  ctx.netns[4026531840] = "";
+  CapturedLink raw = captured(1, bpf::kLinkRawTracepoint);
+  raw.name = "task_rename";
+  EXPECT_EQ(captured_point(raw, ctx), "raw_tp/task_rename");
+  CapturedLink tp = captured(2, bpf::kLinkPerfEvent);
+  tp.flags |= CAPTURE_LINK_TRACEPOINT;
+  tp.name = "sys_enter_getppid";
+  tp.category = "syscalls";
+  EXPECT_EQ(captured_point(tp, ctx), "tracepoint/syscalls/sys_enter_getppid");
+  CapturedLink cg = captured(3, bpf::kLinkCgroup);
+  cg.cgroup_id = 880;
+  cg.attach_type = 1;
+  EXPECT_EQ(captured_point(cg, ctx), "cgroup_skb/egress:/sys/fs/cgroup/agent");
+  CapturedLink xdp = captured(4, bpf::kLinkXdp);
+  xdp.ifindex = 3;
+  xdp.ifname = "veth1";
+  xdp.netns_ino = 4026532174;  // no label known: by inode
+  xdp.xdp_mode = 1;
+  EXPECT_EQ(captured_point(xdp, ctx), "xdp/veth1@netns:4026532174");
+  xdp.xdp_mode = 0;
+  xdp.netns_ino = 4026531840;  // ours
+  EXPECT_EQ(captured_point(xdp, ctx), "xdp_generic/veth1");
+  CapturedLink tcx = captured(5, bpf::kLinkTcx);
+  tcx.ifindex = 3;
+  tcx.ifname = "eth0";
+  tcx.netns_ino = 4026531840;
+  tcx.attach_type = bpf::kAttachTcxEgress;
+  EXPECT_EQ(captured_point(tcx, ctx), "tcx/egress/eth0");
+  CapturedLink ns = captured(6, bpf::kLinkNetns);
+  ns.netns_ino = 4026531840;
+  ns.attach_type = 17;
+  EXPECT_EQ(captured_point(ns, ctx), "flow_dissector");
+}
+
+TEST(AttachPointsTest, CapturedAttachmentsWithoutALink) {
+  AttachContext ctx;
+  ctx.cgroup_paths[880] = "/sys/fs/cgroup/agent";
+  CapturedLink cg = captured(0, 0);
+  cg.flags |= CAPTURE_LINK_PROG_ATTACH;
+  cg.cgroup_id = 880;
+  cg.attach_type = 10;
+  EXPECT_EQ(captured_point(cg, ctx), "cgroup/connect4:/sys/fs/cgroup/agent");
+  cg.cgroup_id = 881;  // removed before it was named
+  EXPECT_EQ(captured_point(cg, ctx), "cgroup/connect4:cgroup id 881");
+  CapturedLink tcx = captured(0, 0);
+  tcx.flags |= CAPTURE_LINK_PROG_ATTACH;
+  tcx.ifindex = 9;
+  tcx.netns_ino = 4026532174;
+  tcx.attach_type = bpf::kAttachTcxIngress;
+  EXPECT_EQ(captured_point(tcx, ctx), "tcx/ingress/ifindex 9@netns:4026532174");
+}
+
+TEST(AttachPointsTest, CapturedLinksNotNamedAreLeftToAQueryById) {
+  AttachContext ctx;
+  CapturedLink kprobe = captured(1, bpf::kLinkPerfEvent);  // not a tracepoint
+  EXPECT_EQ(captured_point(kprobe, ctx), std::nullopt);
+  CapturedLink unnamed = captured(2, bpf::kLinkRawTracepoint);
+  unnamed.flags = 0;
+  EXPECT_EQ(captured_point(unnamed, ctx), std::nullopt);
+  EXPECT_EQ(captured_point(captured(3, bpf::kLinkStructOps), ctx), std::nullopt);
+}
+
+TEST(AttachPointsTest, SyscallProgramsAndTestRunOnly) {
+  using perfdata::AttachEntry;
+  const std::vector<AttachEntry> listed = {{7, 1, AttachEntry::kAtStart, 0, "raw_tp/a"}};
+  const std::vector<KnownProgram> programs = {{7, 17, AttachEntry::kAtStart, 0},
+                                              {8, kProgTypeSyscall, AttachEntry::kCaptured, 50},
+                                              {9, 3, AttachEntry::kCaptured, 60}};
+  // 7 is attached, 8 is a syscall program: run by test_run, neither is `test_run only`.
+  const std::map<uint32_t, uint64_t> runs = {{7, 100}, {8, 110}, {9, 120}};
+  const std::vector<AttachEntry> want = {{8, 0, AttachEntry::kCaptured, 50, "syscall"},
+                                         {9, 0, AttachEntry::kCaptured, 120, "test_run only"}};
+  EXPECT_EQ(program_points(listed, programs, runs), want);
+  // Named once: a second call with what it added adds nothing.
+  std::vector<AttachEntry> all = listed;
+  all.insert(all.end(), want.begin(), want.end());
+  EXPECT_TRUE(program_points(all, programs, runs).empty());
+}
+
 }  // namespace
 }  // namespace bpfprof::record

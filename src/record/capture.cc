@@ -238,6 +238,8 @@ CaptureCounters Capture::counters() const {
     sum.lost_records += v.lost_records;
     sum.not_program += v.not_program;
     sum.read_errors += v.read_errors;
+    sum.links += v.links;
+    sum.links_missed += v.links_missed;
   }
   return sum;
 }

@@ -39,6 +39,8 @@ struct CaptureCounters {
   uint64_t lost_records = 0;  // ring reservations that failed
   uint64_t not_program = 0;   // the returned fd no longer named the new program
   uint64_t read_errors = 0;   // kernel reads that failed
+  uint64_t links = 0;         // links and attachments sent
+  uint64_t links_missed = 0;  // links and attachments the ring could not take
 };
 
 class Capture {
@@ -68,6 +70,13 @@ class Capture {
   uint64_t bad_records() const { return records_.bad_records(); }
   // Programs the kernel side reported as not captured whole.
   uint64_t missed() const { return records_.missed(); }
+  // Links and attachments seen since the last call, and the ids of links
+  // whose record did not fit (see CaptureAssembler::take_links).
+  void take_links(std::vector<CapturedLink>& links, std::vector<uint32_t>& missed_link_ids) {
+    records_.take_links(links, missed_link_ids);
+  }
+  // Programs run through BPF_PROG_TEST_RUN: id -> first run seen.
+  const std::map<uint32_t, uint64_t>& test_runs() const { return records_.test_runs(); }
   // Readable when the capture wants a drain now: a program did not fit, or
   // the ring is half full. Nothing else wakes it. -1 after stop().
   int wake_fd() const;

@@ -97,6 +97,20 @@ void CaptureEnricher::take_learned(std::vector<bpf::ProgInfo>& infos,
   learned_.clear();
 }
 
+void CaptureEnricher::set_attach_context(std::optional<Cgroup2Mount> cgroup2,
+                                         std::map<uint64_t, std::string> cgroup_paths) {
+  namer_ = std::make_unique<CapturedAttachNamer>(std::move(cgroup2), std::move(cgroup_paths));
+}
+
+void CaptureEnricher::take_attach(std::vector<perfdata::AttachEntry>& out) {
+  std::vector<CapturedLink> links;
+  std::vector<uint32_t> missed;
+  capture_->take_links(links, missed);
+  if (links.empty() && missed.empty()) return;
+  if (!namer_) set_attach_context(std::nullopt, {});
+  namer_->name(links, missed, out);
+}
+
 void CaptureEnricher::stop() {
   if (stopped_) return;
   stopped_ = true;

@@ -19,6 +19,8 @@
 #include "bpf/query.h"
 #include "perf/records.h"
 #include "perf/ring_buffer.h"
+#include "perfdata/attach_feature.h"
+#include "record/attach_points.h"
 #include "record/capture.h"
 #include "record/enricher.h"
 
@@ -50,6 +52,18 @@ class CaptureEnricher {
   // resolved since the last call, for the file's in-stream records.
   void take_learned(std::vector<bpf::ProgInfo>& infos, std::vector<bpf::BtfBlob>& btfs);
 
+  // What names the links the capture sees created: the cgroup hierarchy
+  // and the cgroups the start listing found (before the first pass).
+  void set_attach_context(std::optional<Cgroup2Mount> cgroup2,
+                          std::map<uint64_t, std::string> cgroup_paths);
+  // The links and attachments the capture saw since the last call, named
+  // (source kCaptured, or kById where the capture could not name or send one).
+  void take_attach(std::vector<perfdata::AttachEntry>& out);
+  // Links gone before they could be queried by id.
+  uint64_t links_lost() const { return namer_ ? namer_->lost() : 0; }
+  // Programs run through BPF_PROG_TEST_RUN during the recording: id -> first run.
+  const std::map<uint32_t, uint64_t>& test_runs() const { return capture_->test_runs(); }
+
   // After stop(): what was collected.
   const EnrichmentStats& stats() const { return stats_; }
   std::map<uint32_t, bpf::ProgInfo>& infos() { return capture_->infos(); }
@@ -66,6 +80,7 @@ class CaptureEnricher {
   std::vector<uint32_t> learned_;          // programs with an info, not yet taken
   std::unordered_set<uint32_t> btf_taken_;  // BTF ids handed out by take_learned
   bpf::ReadBuffers buffers_;
+  std::unique_ptr<CapturedAttachNamer> namer_;
   EnrichmentStats stats_;
   bool stopped_ = false;
 };

@@ -3,15 +3,21 @@
 // attached are captured whole at load, equal array by array to what
 // bpf_obj_get_info_by_fd reports, even when their fd is closed the instant
 // the load returns; a ring too small for them says so instead of cutting.
+// Links made while it runs, a BPF_PROG_ATTACH to a cgroup and test runs are
+// captured, and named as the start and end listings name them.
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include <fcntl.h>
 #include <linux/bpf.h>
+#include <linux/perf_event.h>
 #include <poll.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstring>
+#include <fstream>
 #include <map>
 #include <set>
 #include <thread>
@@ -19,10 +25,13 @@
 
 #include <gtest/gtest.h>
 
+#include "base/unique_fd.h"
 #include "bpf/query.h"
 #include "perfdata/reader.h"
+#include "record/attach_points.h"
 #include "record/capture.h"
 #include "record/recorder.h"
+#include "testing/cgroup2.h"
 #include "testing/subprocess.h"
 
 namespace bpfprof::record {
@@ -40,6 +49,36 @@ uint32_t load_and_close_at_once() {
   uint32_t id = bpf_obj_get_info_by_fd(fd, &info, &len) == 0 ? info.id : 0;
   ::close(fd);
   return id;
+}
+
+// "r0 = 0; exit" as a program of `type` (expected attach type `attach`).
+UniqueFd load_trivial(bpf_prog_type type, const char* name, bpf_attach_type attach = BPF_CGROUP_INET_INGRESS) {
+  bpf_insn prog[2] = {};
+  prog[0].code = BPF_ALU64 | BPF_MOV | BPF_K;
+  prog[1].code = BPF_JMP | BPF_EXIT;
+  LIBBPF_OPTS(bpf_prog_load_opts, opts, .expected_attach_type = attach);
+  return UniqueFd(bpf_prog_load(type, name, "GPL", prog, 2, &opts));
+}
+
+uint32_t prog_id(int fd) {
+  bpf_prog_info info{};
+  uint32_t len = sizeof info;
+  return bpf_obj_get_info_by_fd(fd, &info, &len) == 0 ? info.id : 0;
+}
+
+uint32_t link_id(int fd) {
+  bpf_link_info info{};
+  uint32_t len = sizeof info;
+  return bpf_obj_get_info_by_fd(fd, &info, &len) == 0 ? info.id : 0;
+}
+
+UniqueFd perf_event(uint32_t type, uint64_t config) {
+  perf_event_attr attr{};
+  attr.type = type;
+  attr.size = sizeof attr;
+  attr.config = config;
+  attr.sample_period = type == PERF_TYPE_TRACEPOINT ? 1 : 1'000'000;
+  return UniqueFd(static_cast<int>(::syscall(SYS_perf_event_open, &attr, -1, 0, -1, PERF_FLAG_FD_CLOEXEC)));
 }
 
 std::unique_ptr<Capture> start_or_skip(const CaptureConfig& config, std::string& why) {
@@ -152,6 +191,101 @@ TEST(CaptureKernelTest, CapturesProgramsEqualToTheirInfo) {
   EXPECT_GE(n.captured, 3u);
   EXPECT_EQ(n.incomplete, 0u);
   EXPECT_EQ(n.lost_records, 0u);
+  EXPECT_EQ(capture->bad_records(), 0u);
+}
+
+TEST(CaptureKernelTest, LinksAttachmentsAndTestRunsAreCaptured) {
+  std::string why;
+  auto capture = start_or_skip(CaptureConfig{}, why);
+  if (!capture) BPFPROF_KERNEL_SKIP("capture cannot run: " + why);
+  const std::string mount = testing::cgroup2_mount();
+  if (mount.empty()) BPFPROF_KERNEL_SKIP("no cgroup v2 hierarchy mounted");
+  uint64_t getppid_id = 0;
+  ASSERT_TRUE(with_tracefs([&](const std::string& dir) {
+                std::ifstream in(dir + "/events/syscalls/sys_enter_getppid/id");
+                in >> getppid_id;
+              }).ok());
+  ASSERT_NE(getppid_id, 0u);
+
+  // raw_tp through BPF_RAW_TRACEPOINT_OPEN.
+  UniqueFd raw_prog = load_trivial(BPF_PROG_TYPE_RAW_TRACEPOINT, "bpfprof_rawtp");
+  ASSERT_TRUE(raw_prog.valid());
+  UniqueFd raw_link(bpf_raw_tracepoint_open("task_rename", raw_prog.get()));
+  ASSERT_TRUE(raw_link.valid());
+  // A tracepoint and a plain software event through BPF_LINK_CREATE.
+  UniqueFd tp_prog = load_trivial(BPF_PROG_TYPE_TRACEPOINT, "bpfprof_tp");
+  UniqueFd tp_event = perf_event(PERF_TYPE_TRACEPOINT, getppid_id);
+  ASSERT_TRUE(tp_prog.valid() && tp_event.valid());
+  UniqueFd tp_link(bpf_link_create(tp_prog.get(), tp_event.get(), BPF_PERF_EVENT, nullptr));
+  ASSERT_TRUE(tp_link.valid());
+  UniqueFd pe_prog = load_trivial(BPF_PROG_TYPE_PERF_EVENT, "bpfprof_pe");
+  UniqueFd pe_event = perf_event(PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CPU_CLOCK);
+  ASSERT_TRUE(pe_prog.valid() && pe_event.valid());
+  UniqueFd pe_link(bpf_link_create(pe_prog.get(), pe_event.get(), BPF_PERF_EVENT, nullptr));
+  ASSERT_TRUE(pe_link.valid());
+  // cgroup_skb/egress with BPF_PROG_ATTACH on a cgroup made here, detached at once.
+  const std::string cg = mount + "/bpfprof-capture-" + std::to_string(::getpid());
+  ASSERT_EQ(::mkdir(cg.c_str(), 0755), 0) << cg;
+  const auto cg_id = cgroup_id(cg);
+  UniqueFd skb_prog = load_trivial(BPF_PROG_TYPE_CGROUP_SKB, "bpfprof_skb", BPF_CGROUP_INET_EGRESS);
+  UniqueFd cg_fd(::open(cg.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  ASSERT_TRUE(skb_prog.valid() && cg_fd.valid());
+  EXPECT_EQ(bpf_prog_attach(skb_prog.get(), cg_fd.get(), BPF_CGROUP_INET_EGRESS, 0), 0);
+  EXPECT_EQ(bpf_prog_detach2(skb_prog.get(), cg_fd.get(), BPF_CGROUP_INET_EGRESS), 0);
+  cg_fd.reset();
+  ::rmdir(cg.c_str());
+  // Two test runs of one program: one record.
+  UniqueFd run_prog = load_trivial(BPF_PROG_TYPE_SOCKET_FILTER, "bpfprof_run");
+  ASSERT_TRUE(run_prog.valid());
+  unsigned char packet[64] = {};
+  for (int i = 0; i < 2; i++) {
+    LIBBPF_OPTS(bpf_test_run_opts, run, .data_in = packet, .data_size_in = sizeof packet);
+    ASSERT_EQ(bpf_prog_test_run_opts(run_prog.get(), &run), 0);
+  }
+
+  ASSERT_TRUE(capture->consume().ok());
+  std::vector<CapturedLink> links;
+  std::vector<uint32_t> missed;
+  capture->take_links(links, missed);
+  EXPECT_TRUE(missed.empty());
+  std::map<uint32_t, CapturedLink> by_prog;
+  for (const CapturedLink& l : links) by_prog[l.prog_id] = l;
+  const uint32_t raw_id = prog_id(raw_prog.get()), tp_id = prog_id(tp_prog.get()),
+                 pe_id = prog_id(pe_prog.get()), skb_id = prog_id(skb_prog.get());
+  ASSERT_TRUE(by_prog.count(raw_id) && by_prog.count(tp_id) && by_prog.count(pe_id) &&
+              by_prog.count(skb_id))
+      << links.size() << " links captured";
+  EXPECT_EQ(by_prog[raw_id].link_id, link_id(raw_link.get()));
+  EXPECT_EQ(by_prog[raw_id].name, "task_rename");
+  EXPECT_EQ(by_prog[tp_id].link_id, link_id(tp_link.get()));
+  EXPECT_EQ(by_prog[tp_id].category, "syscalls");
+  EXPECT_FALSE(by_prog[pe_id].has(CAPTURE_LINK_NAMED));  // no tracepoint: by id
+  EXPECT_TRUE(by_prog[skb_id].has(CAPTURE_LINK_PROG_ATTACH));
+  EXPECT_EQ(by_prog[skb_id].link_id, 0u);
+  ASSERT_TRUE(cg_id.has_value());
+  EXPECT_EQ(by_prog[skb_id].cgroup_id, *cg_id);
+  EXPECT_EQ(by_prog[skb_id].attach_type, static_cast<uint32_t>(BPF_CGROUP_INET_EGRESS));
+  EXPECT_EQ(capture->test_runs().count(prog_id(run_prog.get())), 1u);
+
+  // Named as the listings name them; the perf_event link queried by its id.
+  CapturedAttachNamer namer(Cgroup2Mount{mount}, {{*cg_id, cg}});
+  std::vector<perfdata::AttachEntry> entries;
+  namer.name(links, missed, entries);
+  std::map<uint32_t, perfdata::AttachEntry> entry;
+  for (const perfdata::AttachEntry& e : entries) entry[e.prog_id] = e;
+  EXPECT_EQ(entry[raw_id].point, "raw_tp/task_rename");
+  EXPECT_EQ(entry[raw_id].source, perfdata::AttachEntry::kCaptured);
+  EXPECT_EQ(entry[tp_id].point, "tracepoint/syscalls/sys_enter_getppid");
+  EXPECT_EQ(entry[pe_id].point, "perf_event");
+  EXPECT_EQ(entry[pe_id].source, perfdata::AttachEntry::kById);
+  EXPECT_EQ(entry[skb_id].point, "cgroup_skb/egress:" + cg);
+  EXPECT_EQ(entry[skb_id].source, perfdata::AttachEntry::kCaptured);
+  EXPECT_EQ(namer.lost(), 0u);
+
+  capture->stop();
+  const CaptureCounters n = capture->counters();
+  EXPECT_GE(n.links, 4u);
+  EXPECT_EQ(n.links_missed, 0u);
   EXPECT_EQ(capture->bad_records(), 0u);
 }
 

@@ -67,6 +67,34 @@ bpf::ProgInfo assemble_prog_info(const capture_prog& p, std::vector<CapturedFunc
   return out;
 }
 
+// A fixed char array of the kernel's, up to its first NUL (none: all of it).
+template <size_t N>
+std::string fixed_string(const char (&a)[N]) {
+  size_t n = 0;
+  while (n < N && a[n] != '\0') n++;
+  return std::string(a, n);
+}
+
+CapturedLink captured_link(const capture_link& r) {
+  CapturedLink l;
+  l.link_id = r.hdr.id;
+  l.prog_id = r.prog_id;
+  l.link_type = r.link_type;
+  l.attach_type = r.attach_type;
+  l.flags = r.flags;
+  l.time_ns = r.time;
+  l.cgroup_id = r.cgroup_id;
+  l.ifindex = r.ifindex;
+  l.netns_ino = r.netns_ino;
+  l.xdp_mode = r.xdp_mode;
+  l.target_obj_id = r.target_obj_id;
+  l.target_btf_id = r.target_btf_id;
+  l.name = fixed_string(r.name);
+  l.category = fixed_string(r.category);
+  l.ifname = fixed_string(r.ifname);
+  return l;
+}
+
 }  // namespace
 
 void CaptureAssembler::add(std::span<const std::byte> rec) {
@@ -105,6 +133,24 @@ void CaptureAssembler::add(std::span<const std::byte> rec) {
       capture_prog p{};
       if (!read_pod(rec, p)) break;
       add_prog(p);
+      return;
+    }
+    case CAPTURE_LINK: {
+      capture_link l{};
+      if (!read_pod(rec, l) || !l.prog_id) break;
+      // Only a BPF_PROG_ATTACH comes without a link id.
+      if ((l.hdr.id == 0) != ((l.flags & CAPTURE_LINK_PROG_ATTACH) != 0)) break;
+      links_.push_back(captured_link(l));
+      return;
+    }
+    case CAPTURE_MISSED_LINK:
+      if (h.id == 0) break;
+      missed_links_.push_back(h.id);
+      return;
+    case CAPTURE_TEST_RUN: {
+      capture_test_run t{};
+      if (!read_pod(rec, t) || t.hdr.id == 0) break;
+      test_runs_.emplace(t.hdr.id, t.time);  // the first run seen stays
       return;
     }
     default:
@@ -161,6 +207,14 @@ void CaptureAssembler::add_prog(const capture_prog& p) {
   infos_.insert_or_assign(p.hdr.id, assemble_prog_info(p, part.funcs, part.arrays));
   captured_.insert(p.hdr.id);
   incomplete_.erase(p.hdr.id);
+}
+
+void CaptureAssembler::take_links(std::vector<CapturedLink>& links,
+                                  std::vector<uint32_t>& missed_link_ids) {
+  for (CapturedLink& l : links_) links.push_back(std::move(l));
+  links_.clear();
+  missed_link_ids.insert(missed_link_ids.end(), missed_links_.begin(), missed_links_.end());
+  missed_links_.clear();
 }
 
 void CaptureAssembler::finish() {

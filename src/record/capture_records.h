@@ -11,6 +11,7 @@
 #include <map>
 #include <set>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "bpf/prog_info.h"
@@ -23,6 +24,25 @@ struct CapturedFunc {
   uint64_t addr = 0;
   uint32_t len = 0;
   bpf::Tag tag{};
+};
+
+// A link the capture saw created, or a program it saw attached without one
+// (CAPTURE_LINK), its strings cut at their first NUL.
+struct CapturedLink {
+  uint32_t link_id = 0;  // 0: BPF_PROG_ATTACH
+  uint32_t prog_id = 0;
+  uint32_t link_type = 0;
+  uint32_t attach_type = 0;
+  uint32_t flags = 0;  // CAPTURE_LINK_*
+  uint64_t time_ns = 0;
+  uint64_t cgroup_id = 0;
+  uint32_t ifindex = 0;
+  uint32_t netns_ino = 0;
+  uint32_t xdp_mode = 0;
+  uint32_t target_obj_id = 0;
+  uint32_t target_btf_id = 0;
+  std::string name, category, ifname;
+  bool has(uint32_t flag) const { return (flags & flag) != 0; }
 };
 
 class CaptureAssembler {
@@ -40,6 +60,12 @@ class CaptureAssembler {
   std::map<uint32_t, bpf::BtfBlob>& btfs() { return btfs_; }
   uint64_t bad_records() const { return bad_records_; }
   uint64_t missed() const { return missed_; }
+
+  // Links (and attachments without one) seen since the last take_links(),
+  // and the ids of links whose record did not fit in the ring.
+  void take_links(std::vector<CapturedLink>& links, std::vector<uint32_t>& missed_link_ids);
+  // Programs run through BPF_PROG_TEST_RUN: id -> time of the first run seen.
+  const std::map<uint32_t, uint64_t>& test_runs() const { return test_runs_; }
 
  // One array as its pieces arrived; `gap`: a piece came out of order.
   struct Pieces {
@@ -65,6 +91,9 @@ class CaptureAssembler {
   std::set<uint32_t> captured_;
   uint64_t bad_records_ = 0;
   uint64_t missed_ = 0;
+  std::vector<CapturedLink> links_;
+  std::vector<uint32_t> missed_links_;
+  std::map<uint32_t, uint64_t> test_runs_;
 };
 
 }  // namespace bpfprof::record

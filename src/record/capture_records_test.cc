@@ -3,6 +3,8 @@
 // BTF, and what leaves a program incomplete (to be enriched by id).
 #include "record/capture_records.h"
 
+#include <cstring>
+#include <map>
 #include <set>
 #include <vector>
 
@@ -14,6 +16,7 @@ namespace bpfprof::record {
 namespace {
 
 using testing::capture_chunk_record;
+using testing::capture_link_of;
 using testing::capture_pod;
 using testing::capture_program;
 using testing::CaptureRecord;
@@ -105,6 +108,69 @@ TEST(CaptureAssemblerTest, ASecondCaptureOfOneIdIsNotALoad) {
   EXPECT_TRUE(a.incomplete().empty());
   EXPECT_EQ(a.bad_records(), 1u);
   EXPECT_EQ(a.infos().at(7).jited_insns.size(), 96u);
+}
+
+TEST(CaptureAssemblerTest, LinksTestRunsAndMissedLinksAreHandedOver) {
+  CaptureAssembler a;
+  a.add(capture_pod(capture_link_of(11, 7, 1, "task_rename")));
+  capture_link attach = capture_link_of(0, 8, 0);
+  attach.flags |= CAPTURE_LINK_PROG_ATTACH;
+  attach.attach_type = 1;
+  attach.cgroup_id = 880;
+  a.add(capture_pod(attach));
+  a.add(capture_pod(capture_header{CAPTURE_MISSED_LINK, 12}));
+  a.add(capture_pod(capture_test_run{{CAPTURE_TEST_RUN, 9}, 500}));
+  a.add(capture_pod(capture_test_run{{CAPTURE_TEST_RUN, 9}, 600}));  // LRU evicted: sent again
+  EXPECT_EQ(a.bad_records(), 0u);
+  std::vector<CapturedLink> links;
+  std::vector<uint32_t> missed;
+  a.take_links(links, missed);
+  ASSERT_EQ(links.size(), 2u);
+  EXPECT_EQ(links[0].link_id, 11u);
+  EXPECT_EQ(links[0].prog_id, 7u);
+  EXPECT_EQ(links[0].name, "task_rename");
+  EXPECT_EQ(links[0].time_ns, 1'000'000'000u);
+  EXPECT_TRUE(links[1].has(CAPTURE_LINK_PROG_ATTACH));
+  EXPECT_EQ(links[1].cgroup_id, 880u);
+  EXPECT_EQ(missed, (std::vector<uint32_t>{12}));
+  EXPECT_EQ(a.test_runs(), (std::map<uint32_t, uint64_t>{{9, 500}}));
+  // Taken once.
+  links.clear();
+  missed.clear();
+  a.take_links(links, missed);
+  EXPECT_TRUE(links.empty());
+  EXPECT_TRUE(missed.empty());
+}
+
+TEST(CaptureAssemblerTest, LinkRecordsAreBoundedAndChecked) {
+  CaptureAssembler a;
+  // Every string full, no NUL anywhere: cut at the array's end, never past it.
+  capture_link full = capture_link_of(11, 7, 1);
+  std::memset(full.name, 'n', sizeof full.name);
+  std::memset(full.category, 'c', sizeof full.category);
+  std::memset(full.ifname, 'i', sizeof full.ifname);
+  a.add(capture_pod(full));
+  CaptureRecord cut = capture_pod(capture_link_of(13, 7, 1, "x"));
+  cut.pop_back();  // one byte short
+  a.add(cut);
+  a.add(capture_pod(capture_link_of(14, 0, 1, "x")));  // no program
+  a.add(capture_pod(capture_link_of(0, 7, 1, "x")));   // no link id, not a BPF_PROG_ATTACH
+  capture_link attach = capture_link_of(15, 7, 0);     // a link id with BPF_PROG_ATTACH
+  attach.flags |= CAPTURE_LINK_PROG_ATTACH;
+  a.add(capture_pod(attach));
+  a.add(capture_pod(capture_header{CAPTURE_MISSED_LINK, 0}));
+  a.add(capture_pod(capture_header{CAPTURE_TEST_RUN, 9}));  // shorter than its record
+  a.add(capture_pod(capture_test_run{{CAPTURE_TEST_RUN, 0}, 1}));
+  EXPECT_EQ(a.bad_records(), 7u);
+  std::vector<CapturedLink> links;
+  std::vector<uint32_t> missed;
+  a.take_links(links, missed);
+  ASSERT_EQ(links.size(), 1u);
+  EXPECT_EQ(links[0].name, std::string(sizeof full.name, 'n'));
+  EXPECT_EQ(links[0].category, std::string(sizeof full.category, 'c'));
+  EXPECT_EQ(links[0].ifname, std::string(sizeof full.ifname, 'i'));
+  EXPECT_TRUE(missed.empty());
+  EXPECT_TRUE(a.test_runs().empty());
 }
 
 }  // namespace

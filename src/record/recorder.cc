@@ -307,7 +307,16 @@ Result<RecordStats> record(const RecordOptions& o, const RecordSink& sink) {
         !s.ok()) {
       return before_start(std::move(s).error());
     }
+    if (in_kernel) in_kernel->set_attach_context(cgroup2, std::move(scan.cgroup_paths));
   }
+  // Attach points learned during the recording: into the data as learned.
+  auto add_attach = [&](std::vector<perfdata::AttachEntry> learned) -> Status {
+    if (learned.empty() || writer.write_failed()) return ok_status();
+    Status s = writer.append_in_stream(perfdata::kFeatBpfprofAttach,
+                                       perfdata::encode_attach({learned}));
+    for (perfdata::AttachEntry& e : learned) attach.entries.push_back(std::move(e));
+    return s;
+  };
   if (auto s = hand_to_writer(writer, bpf->infos, bpf->btfs); !s.ok())
     return before_start(std::move(s).error());
   if (auto s = writer.finish_round(); !s.ok()) return before_start(std::move(s).error());
@@ -323,10 +332,16 @@ Result<RecordStats> record(const RecordOptions& o, const RecordSink& sink) {
   auto end_pass = [&](bool copied) -> Status {
     std::vector<bpf::ProgInfo> infos;
     std::vector<bpf::BtfBlob> btfs;
-    if (in_kernel) in_kernel->take_learned(infos, btfs);
+    std::vector<perfdata::AttachEntry> links;
+    if (in_kernel) {
+      in_kernel->take_learned(infos, btfs);
+      in_kernel->take_attach(links);
+    }
     enricher->take_learned(infos, btfs);
     BPFPROF_TRY(hand_to_writer(writer, infos, btfs));
-    if (copied || !infos.empty() || !btfs.empty()) return writer.finish_round();
+    const bool learned_links = !links.empty();
+    BPFPROF_TRY(add_attach(std::move(links)));
+    if (copied || !infos.empty() || !btfs.empty() || learned_links) return writer.finish_round();
     return ok_status();
   };
   DrainLoop loop(events, layout, [&](Bytes b) { return writer.append(b); }, end_pass);
@@ -348,7 +363,12 @@ Result<RecordStats> record(const RecordOptions& o, const RecordSink& sink) {
   events.disable_all();
   Status drained = stop.ok() ? loop.pass() : ok_status();
   const uint64_t t1 = monotonic_ns();
-  if (in_kernel) in_kernel->stop();
+  if (in_kernel) {
+    in_kernel->stop();
+    std::vector<perfdata::AttachEntry> links;
+    in_kernel->take_attach(links);
+    (void)add_attach(std::move(links));
+  }
   enricher->stop();
   // The final values are read: the statistics go off (they cost every run).
   stats_fd.reset();
@@ -387,6 +407,22 @@ Result<RecordStats> record(const RecordOptions& o, const RecordSink& sink) {
   std::map<uint32_t, bpf::ProgInfo> infos =
       std::move(in_kernel ? in_kernel->infos() : enricher->infos());
   std::map<uint32_t, bpf::BtfBlob> btfs = std::move(in_kernel ? in_kernel->btfs() : enricher->btfs());
+  // Programs that name their point without a link: `syscall`, `test_run only`.
+  {
+    std::map<uint32_t, uint64_t> loaded;
+    for (const EnrichedProgram& p : enrichment.programs) loaded[p.id] = p.load_time_ns;
+    std::vector<KnownProgram> known;
+    for (const bpf::ProgInfo& p : bpf->infos) {
+      known.push_back({p.info.id, p.info.type, perfdata::AttachEntry::kAtStart, 0});
+    }
+    for (const auto& [id, p] : infos) {
+      known.push_back({id, p.info.type,
+                       in_kernel ? perfdata::AttachEntry::kCaptured : perfdata::AttachEntry::kAtEnd,
+                       loaded[id]});
+    }
+    static const std::map<uint32_t, uint64_t> kNoTestRuns;
+    (void)add_attach(program_points(attach.entries, known, in_kernel ? in_kernel->test_runs() : kNoTestRuns));
+  }
   merge_prog_infos(infos, std::move(bpf->infos));
   merge_btfs(btfs, std::move(bpf->btfs));
   std::set<uint32_t> stored;

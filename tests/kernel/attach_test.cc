@@ -4,9 +4,12 @@
 // syscalls fire, XDP on a veth pair of a network namespace it makes, and
 // cgroup_skb/egress on a cgroup the test makes — and writes each program's
 // attach point as truth. Once attached before the recording (listed at
-// start), once during it (listed at end). The report, script and the
-// section must name every point as the truth does; Linux perf still reads
-// the file.
+// start), once during it (listed at end without the in-kernel capture,
+// captured with it), once attached and detached during
+// it (captured in the kernel as the links were made; cgroup_skb with
+// BPF_PROG_ATTACH). The report, script and the section must name every
+// point as the truth does; Linux perf still reads the file. Programs only
+// ever run through BPF_PROG_TEST_RUN are `test_run only`.
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -53,6 +56,23 @@ std::vector<Truth> read_truth(const std::string& path) {
   return out;
 }
 
+// `report --format json --sort attach` of every BPF program instance
+// (null, and a failure, when report fails).
+nlohmann::json attach_report(const std::string& data) {
+  RunResult rep = run({kBin + "/bpfprof", "report", "-q", "-i", data, "--format", "json",
+                       "--sort", "attach", "--bpf-only", "--instances"});
+  EXPECT_EQ(rep.exit_code, 0) << rep.err;
+  return rep.exit_code == 0 ? nlohmann::json::parse(rep.out) : nlohmann::json();
+}
+
+std::map<uint32_t, nlohmann::json> programs_by_id(const nlohmann::json& report) {
+  std::map<uint32_t, nlohmann::json> out;
+  if (report.contains("programs")) {
+    for (const auto& p : report["programs"]) out[p["id"].get<uint32_t>()] = p;
+  }
+  return out;
+}
+
 class AttachKernelTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -66,7 +86,9 @@ class AttachKernelTest : public ::testing::Test {
 
   // Every truth program's point in the recording: the section's entries with
   // `source`, the report's attach_points and attach key, script's BPF leaves.
-  void check(const std::string& data, const std::vector<Truth>& truth, uint32_t source) {
+  // `prog_attach`: cgroup_skb was attached with BPF_PROG_ATTACH, without a link.
+  void check(const std::string& data, const std::vector<Truth>& truth, uint32_t source,
+             bool prog_attach = false) {
     ASSERT_EQ(truth.size(), 4u);
     std::set<std::string> kinds;
     for (const Truth& t : truth) kinds.insert(t.point.substr(0, t.point.find('/')));
@@ -81,18 +103,18 @@ class AttachKernelTest : public ::testing::Test {
         if (e.prog_id != t.id) continue;
         EXPECT_EQ(e.point, t.point) << t.name;
         EXPECT_EQ(e.source, source) << t.name;
-        EXPECT_NE(e.link_id, 0u) << t.name << ": attached through a link";
+        if (prog_attach && t.point.starts_with("cgroup_skb/")) {
+          EXPECT_EQ(e.link_id, 0u) << t.name << ": attached without a link";
+        } else {
+          EXPECT_NE(e.link_id, 0u) << t.name << ": attached through a link";
+        }
         found = true;
       }
       EXPECT_TRUE(found) << t.name << " (" << t.id << ") has no entry";
     }
 
-    RunResult rep = run({kBin + "/bpfprof", "report", "-q", "-i", data, "--format", "json",
-                         "--sort", "attach", "--bpf-only", "--instances"});
-    ASSERT_EQ(rep.exit_code, 0) << rep.err;
-    const auto j = nlohmann::json::parse(rep.out);
-    std::map<uint32_t, nlohmann::json> programs;
-    for (const auto& p : j["programs"]) programs[p["id"].get<uint32_t>()] = p;
+    nlohmann::json j = attach_report(data);
+    std::map<uint32_t, nlohmann::json> programs = programs_by_id(j);
     for (const Truth& t : truth) {
       ASSERT_TRUE(programs.count(t.id)) << t.name;
       EXPECT_EQ(programs[t.id]["attach"], t.point) << t.name;
@@ -150,11 +172,69 @@ TEST_F(AttachKernelTest, AttachedDuringRecordingAreListedAtEnd) {
   // attached when the recording stops (-d), before it is sent SIGTERM.
   const std::string truth_path = dir_.file("truth.json");
   const std::string data = dir_.file("during.data");
+  // Without the in-kernel capture (--enrich user) only the end listing sees them.
+  RunResult rec = run({kBin + "/bpfprof", "record", "-a", "-q", "-d", "1.5", "--enrich", "user",
+                       "-o", data, "--", kBin + "/bpfprof-workload", "--attached", "--cgroup",
+                       cgroup_.dir, "--truth", truth_path});
+  ASSERT_EQ(rec.exit_code, 0) << rec.err;
+  check(data, read_truth(truth_path), perfdata::AttachEntry::kAtEnd);
+}
+
+TEST_F(AttachKernelTest, AttachedDuringRecordingAreCapturedNotListedAgainAtEnd) {
+  // With the capture, the links made during the recording are captured at
+  // their creation; the end listing finds the same points and adds nothing.
+  const std::string truth_path = dir_.file("truth.json");
+  const std::string data = dir_.file("during_captured.data");
   RunResult rec = run({kBin + "/bpfprof", "record", "-a", "-q", "-d", "1.5", "-o", data, "--",
                        kBin + "/bpfprof-workload", "--attached", "--cgroup", cgroup_.dir,
                        "--truth", truth_path});
   ASSERT_EQ(rec.exit_code, 0) << rec.err;
-  check(data, read_truth(truth_path), perfdata::AttachEntry::kAtEnd);
+  check(data, read_truth(truth_path), perfdata::AttachEntry::kCaptured);
+}
+
+TEST_F(AttachKernelTest, AttachedAndDetachedDuringRecordingAreCaptured) {
+  // The workload attaches after the start listing and detaches 1 s later;
+  // the recording goes on after it exits, so the end listing finds nothing:
+  // only the capture at each link's creation (and BPF_PROG_ATTACH's) names them.
+  const std::string truth_path = dir_.file("truth.json");
+  const std::string data = dir_.file("captured.data");
+  const std::string workload = kBin + "/bpfprof-workload --attached --attached-for 1s --prog-attach --cgroup " +
+                               cgroup_.dir + " --truth " + truth_path;
+  RunResult rec = run({kBin + "/bpfprof", "record", "-a", "-q", "-o", data, "--", "sh", "-c",
+                       workload + " && sleep 0.3"});
+  ASSERT_EQ(rec.exit_code, 0) << rec.err;
+  check(data, read_truth(truth_path), perfdata::AttachEntry::kCaptured, true);
+}
+
+TEST_F(AttachKernelTest, ProgramsRunOnlyByTestRunAreTestRunOnly) {
+  const std::string truth_path = dir_.file("truth.json");
+  const std::string data = dir_.file("test_run.data");
+  RunResult rec = run({kBin + "/bpfprof", "record", "-a", "-q", "-o", data, "--",
+                       kBin + "/bpfprof-workload", "--programs", "3", "--lifetime", "200ms",
+                       "--long-lived", "100ms", "--quiet", "--truth", truth_path});
+  ASSERT_EQ(rec.exit_code, 0) << rec.err;
+  std::ifstream in(truth_path);
+  const auto truth = nlohmann::json::parse(in)["programs"];
+  ASSERT_GE(truth.size(), 4u);
+  auto reader = perfdata::FileReader::open(data);
+  ASSERT_TRUE(reader.ok()) << reader.error().to_string();
+  ASSERT_TRUE(reader->features().attach.has_value());
+  std::map<uint32_t, nlohmann::json> programs = programs_by_id(attach_report(data));
+  for (const auto& t : truth) {
+    const auto id = t["id"].get<uint32_t>();
+    ASSERT_GT(t["test_runs"].get<uint64_t>(), 0u) << id;
+    size_t entries = 0;
+    for (const perfdata::AttachEntry& e : reader->features().attach->entries) {
+      if (e.prog_id != id) continue;
+      EXPECT_EQ(e.point, "test_run only") << id;
+      EXPECT_EQ(e.source, perfdata::AttachEntry::kCaptured) << id;
+      EXPECT_EQ(e.link_id, 0u) << id;
+      entries++;
+    }
+    EXPECT_EQ(entries, 1u) << id;
+    ASSERT_TRUE(programs.count(id)) << id;
+    EXPECT_EQ(programs[id]["attach"], "test_run only") << id;
+  }
 }
 
 }  // namespace

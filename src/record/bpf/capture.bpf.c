@@ -11,6 +11,13 @@
  * copies it out. The loader still holds that fd, so the program cannot be
  * gone; no reference is taken and nothing waits on user space.
  *
+ * The same two programs capture the attachments made during the recording:
+ * at the exit of BPF_LINK_CREATE and BPF_RAW_TRACEPOINT_OPEN the new struct
+ * bpf_link behind the returned fd (its id, type, program and what names its
+ * point), at the exit of BPF_PROG_ATTACH to a cgroup or an interface the
+ * program and the target; and at the entry of BPF_PROG_TEST_RUN the program
+ * run (once per program).
+ *
  * Kernel types are declared here with only the fields read, marked
  * preserve_access_index: libbpf relocates every access against the running
  * kernel's BTF at load (CO-RE), so the object builds anywhere.
@@ -63,6 +70,109 @@ struct bpf_prog {
 
 struct file {
 	void *private_data;
+	struct inode *f_inode;
+} CORE;
+
+struct inode {
+	void *i_private; /* a kernfs_node for a cgroup directory */
+} CORE;
+
+struct kernfs_node {
+	__u64 id; /* a cgroup's id */
+} CORE;
+
+struct bpf_link {
+	__u32 id;
+	enum bpf_link_type type;
+	struct bpf_prog *prog;
+	enum bpf_attach_type attach_type; /* 6.17 on; older kernels: by id */
+} CORE;
+
+struct tracepoint {
+	const char *name;
+} CORE;
+
+struct bpf_raw_event_map {
+	struct tracepoint *tp;
+} CORE;
+
+struct bpf_raw_tp_link {
+	struct bpf_link link;
+	struct bpf_raw_event_map *btp;
+} CORE;
+
+struct cgroup {
+	struct kernfs_node *kn;
+} CORE;
+
+struct bpf_cgroup_link {
+	struct bpf_link link;
+	struct cgroup *cgroup;
+} CORE;
+
+struct ns_common {
+	unsigned int inum;
+} CORE;
+
+struct net {
+	struct ns_common ns;
+} CORE;
+
+struct bpf_netns_link {
+	struct bpf_link link;
+	struct net *net;
+} CORE;
+
+struct bpf_xdp_link;
+
+struct bpf_xdp_entity {
+	struct bpf_prog *prog;
+	struct bpf_xdp_link *link;
+} CORE;
+
+struct net_device {
+	int ifindex;
+	char name[16];
+	struct {
+		struct net *net;
+	} nd_net;
+	struct bpf_xdp_entity xdp_state[3]; /* by enum bpf_xdp_mode: skb, drv, hw */
+} CORE;
+
+struct bpf_xdp_link {
+	struct bpf_link link;
+	struct net_device *dev;
+} CORE;
+
+struct tcx_link {
+	struct bpf_link link;
+	struct net_device *dev;
+} CORE;
+
+struct trace_event_class {
+	const char *system;
+} CORE;
+
+struct trace_event_call {
+	struct trace_event_class *class;
+	union {
+		const char *name;
+		struct tracepoint *tp;
+	};
+	int flags;
+} CORE;
+
+struct perf_event {
+	struct trace_event_call *tp_event;
+} CORE;
+
+struct bpf_perf_link {
+	struct bpf_link link;
+	struct file *perf_file;
+} CORE;
+
+struct nsproxy {
+	struct net *net_ns;
 } CORE;
 
 struct fdtable {
@@ -76,7 +186,37 @@ struct files_struct {
 
 struct task_struct {
 	struct files_struct *files;
+	struct nsproxy *nsproxy;
 } CORE;
+
+/* enum bpf_link_type and trace_event_call flags, as numbers: the build
+ * host's headers may be older than the kernel. */
+#define LINK_RAW_TRACEPOINT 1
+#define LINK_TRACING 2
+#define LINK_CGROUP 3
+#define LINK_NETNS 5
+#define LINK_XDP 6
+#define LINK_PERF_EVENT 7
+#define LINK_TCX 11
+#define TRACE_EVENT_FL_TRACEPOINT 8
+#define TRACE_EVENT_FL_PROBES (32 | 64 | 128 | 256) /* kprobe, uprobe, eprobe, fprobe */
+
+/* bpf() commands captured (uapi numbers, stable). */
+#define CMD_PROG_LOAD 5
+#define CMD_PROG_ATTACH 8
+#define CMD_PROG_TEST_RUN 10
+#define CMD_RAW_TRACEPOINT_OPEN 17
+#define CMD_LINK_CREATE 28
+
+/* The attach types of cgroup hooks (enum bpf_attach_type), as a bit mask. */
+#define BIT(n) (1ull << (n))
+#define CGROUP_ATTACH_TYPES                                                                   \
+	(BIT(0) | BIT(1) | BIT(2) | BIT(3) | BIT(6) | BIT(8) | BIT(9) | BIT(10) | BIT(11) |   \
+	 BIT(12) | BIT(13) | BIT(14) | BIT(15) | BIT(18) | BIT(19) | BIT(20) | BIT(21) |      \
+	 BIT(22) | BIT(29) | BIT(30) | BIT(31) | BIT(32) | BIT(34) | BIT(43) | BIT(49) |      \
+	 BIT(50) | BIT(51) | BIT(52) | BIT(53))
+/* tcx ingress/egress, netkit primary/peer: BPF_PROG_ATTACH by ifindex. */
+#define IFINDEX_ATTACH_TYPES (BIT(46) | BIT(47) | BIT(54) | BIT(55))
 
 /* The syscall tracepoints' records (tracefs events/syscalls/.../format). */
 struct sys_enter_ctx {
@@ -114,13 +254,28 @@ struct {
  */
 const volatile __u64 wake_at = 2 << 20;
 
-/* Threads inside BPF_PROG_LOAD, by pid_tgid. */
+/* A thread inside a bpf() command captured at its exit. */
+struct pending_cmd {
+	__u32 cmd;
+	__u32 pad;
+	__u64 attr; /* the user's union bpf_attr */
+};
+
+/* Threads inside a captured command, by pid_tgid. */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 4096);
 	__type(key, __u64);
+	__type(value, struct pending_cmd);
+} pending SEC(".maps");
+
+/* Programs whose BPF_PROG_TEST_RUN this recording has sent. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 8192);
+	__type(key, __u32);
 	__type(value, __u8);
-} loading SEC(".maps");
+} test_run_sent SEC(".maps");
 
 /* BTF ids whose data this recording has sent. */
 struct {
@@ -277,57 +432,94 @@ static long func_cb(__u32 i, void *arg)
 	return 0;
 }
 
+/* The file behind `fd` in the current thread's file table, or NULL. */
+static __always_inline struct file *fd_file(__s64 fd)
+{
+	struct fdtable *fdt = BPF_CORE_READ((struct task_struct *)bpf_get_current_task(), files, fdt);
+	struct file **fds;
+	struct file *file = 0;
+
+	if (!fdt || fd < 0 || fd >= BPF_CORE_READ(fdt, max_fds))
+		return 0;
+	fds = BPF_CORE_READ(fdt, fd);
+	if (bpf_probe_read_kernel(&file, sizeof(file), &fds[fd]))
+		return 0;
+	return file;
+}
+
+/* The program behind `fd`, or NULL when it is not one (checked through its aux). */
+static __always_inline struct bpf_prog *fd_prog(__s64 fd)
+{
+	struct file *file = fd_file(fd);
+	struct bpf_prog *prog;
+
+	if (!file)
+		return 0;
+	prog = BPF_CORE_READ(file, private_data);
+	if (!prog || BPF_CORE_READ(prog, aux, prog) != prog)
+		return 0;
+	return prog;
+}
+
 SEC("tracepoint/syscalls/sys_enter_bpf")
 int capture_enter(struct sys_enter_ctx *ctx)
 {
+	struct pending_cmd p = { .cmd = ctx->args[0], .attr = ctx->args[1] };
 	__u64 key;
-	__u8 one = 1;
 
-	if (ctx->args[0] != BPF_PROG_LOAD)
+	if (p.cmd == CMD_PROG_TEST_RUN) {
+		struct capture_test_run t = { .hdr = { .kind = CAPTURE_TEST_RUN } };
+		struct capture_counters *n;
+		struct bpf_prog *prog;
+		__u32 fd = 0;
+		__u8 one = 1;
+
+		/* attr->test.prog_fd, first in its struct */
+		if (bpf_probe_read_user(&fd, sizeof(fd), (void *)ctx->args[1]))
+			return 0;
+		prog = fd_prog(fd);
+		t.hdr.id = BPF_CORE_READ(prog, aux, id);
+		if (!t.hdr.id || bpf_map_lookup_elem(&test_run_sent, &t.hdr.id))
+			return 0;
+		t.time = bpf_ktime_get_ns();
+		if (bpf_ringbuf_output(&events, &t, sizeof(t), BPF_RB_NO_WAKEUP)) {
+			n = count();
+			if (n)
+				__sync_fetch_and_add(&n->lost_records, 1);
+			return 0;
+		}
+		bpf_map_update_elem(&test_run_sent, &t.hdr.id, &one, BPF_ANY);
+		return 0;
+	}
+	if (p.cmd != CMD_PROG_LOAD && p.cmd != CMD_LINK_CREATE && p.cmd != CMD_RAW_TRACEPOINT_OPEN &&
+	    p.cmd != CMD_PROG_ATTACH)
 		return 0;
 	key = bpf_get_current_pid_tgid();
-	bpf_map_update_elem(&loading, &key, &one, BPF_ANY);
+	bpf_map_update_elem(&pending, &key, &p, BPF_ANY);
 	return 0;
 }
 
-SEC("tracepoint/syscalls/sys_exit_bpf")
-int capture_exit(struct sys_exit_ctx *ctx)
+/* BPF_PROG_LOAD returned `fd`: the new program, copied out. */
+static __always_inline int capture_load(__s64 fd)
 {
-	__u64 key = bpf_get_current_pid_tgid();
 	struct capture_counters *n;
 	struct bpf_prog_aux *aux;
 	struct bpf_prog *prog;
 	struct capture_prog p = {};
-	struct fdtable *fdt;
-	struct file **fds;
-	struct file *file;
 	struct btf *btf;
 	void **jited_linfo;
-	__s64 fd = ctx->ret;
 	__u32 func_cnt, nr_linfo, nr_func_info;
 	__u64 wake;
 
-	if (!bpf_map_lookup_elem(&loading, &key))
-		return 0;
-	bpf_map_delete_elem(&loading, &key);
-	if (fd < 0)
-		return 0;
 	n = count();
 	if (!n)
 		return 0;
-
-	/* The fd the load returned, in the loading thread's file table. */
-	fdt = BPF_CORE_READ((struct task_struct *)bpf_get_current_task(), files, fdt);
-	if (!fdt || fd >= BPF_CORE_READ(fdt, max_fds))
+	/* The fd the load returned, in the loading thread's file table.
+	 * Another thread may have closed it and opened something else there. */
+	prog = fd_prog(fd);
+	if (!prog)
 		goto not_program;
-	fds = BPF_CORE_READ(fdt, fd);
-	if (bpf_probe_read_kernel(&file, sizeof(file), &fds[fd]) || !file)
-		goto not_program;
-	prog = BPF_CORE_READ(file, private_data);
 	aux = BPF_CORE_READ(prog, aux);
-	/* Another thread may have closed it and opened something else there. */
-	if (!aux || BPF_CORE_READ(aux, prog) != prog)
-		goto not_program;
 
 	p.hdr.kind = CAPTURE_PROG;
 	p.hdr.id = BPF_CORE_READ(aux, id);
@@ -424,6 +616,229 @@ int capture_exit(struct sys_exit_ctx *ctx)
 not_program:
 	__sync_fetch_and_add(&n->not_program, 1);
 	return 0;
+}
+
+/* A zeroed CAPTURE_LINK in the ring for link `id` (0: BPF_PROG_ATTACH), or
+ * NULL, counted, and the link id sent to `missed` for a query by id. */
+static __always_inline struct capture_link *new_link_record(__u32 id, __u32 prog_id)
+{
+	struct capture_counters *n = count();
+	struct capture_link *r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
+
+	if (!r) {
+		struct capture_header m = { .kind = CAPTURE_MISSED_LINK, .id = id };
+
+		if (n) {
+			__sync_fetch_and_add(&n->lost_records, 1);
+			__sync_fetch_and_add(&n->links_missed, 1);
+		}
+		if (id)
+			bpf_ringbuf_output(&missed, &m, sizeof(m), BPF_RB_FORCE_WAKEUP);
+		return 0;
+	}
+	__builtin_memset(r, 0, sizeof(*r));
+	r->hdr.kind = CAPTURE_LINK;
+	r->hdr.id = id;
+	r->prog_id = prog_id;
+	r->time = bpf_ktime_get_ns();
+	return r;
+}
+
+static __always_inline void submit_link_record(struct capture_link *r)
+{
+	struct capture_counters *n = count();
+
+	if (n)
+		__sync_fetch_and_add(&n->links, 1);
+	bpf_ringbuf_submit(r, bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wake_at
+				      ? BPF_RB_FORCE_WAKEUP
+				      : BPF_RB_NO_WAKEUP);
+}
+
+/* An interface: index, name, network namespace. */
+static __always_inline int name_device(struct net_device *dev, struct capture_link *r)
+{
+	if (!dev)
+		return 0;
+	r->ifindex = BPF_CORE_READ(dev, ifindex);
+	r->netns_ino = BPF_CORE_READ(dev, nd_net.net, ns.inum);
+	bpf_core_read(r->ifname, sizeof(r->ifname), &dev->name);
+	r->ifname[sizeof(r->ifname) - 1] = 0;
+	return r->ifindex != 0;
+}
+
+/* Fills what names the point of `link` of `type`; 1 when named. */
+static __always_inline int name_link(struct bpf_link *link, __u32 type, struct bpf_prog *prog,
+				     struct capture_link *r)
+{
+	int has_attach_type = bpf_core_field_exists(link->attach_type);
+
+	if (has_attach_type)
+		r->attach_type = BPF_CORE_READ(link, attach_type);
+	switch (type) {
+	case LINK_RAW_TRACEPOINT: {
+		const char *name = BPF_CORE_READ((struct bpf_raw_tp_link *)link, btp, tp, name);
+
+		return name && bpf_probe_read_kernel_str(r->name, sizeof(r->name), name) > 1;
+	}
+	case LINK_TRACING:
+		/* fentry, fexit, fmod_ret, lsm, tp_btf: the program's target;
+		 * freplace (and older kernels) by id */
+		if (!has_attach_type || r->attach_type < 23 || r->attach_type > 27)
+			return 0;
+		r->target_obj_id = BPF_CORE_READ(prog, aux, attach_btf, id);
+		r->target_btf_id = BPF_CORE_READ(prog, aux, attach_btf_id);
+		return r->target_btf_id != 0;
+	case LINK_CGROUP:
+		r->cgroup_id = BPF_CORE_READ((struct bpf_cgroup_link *)link, cgroup, kn, id);
+		return has_attach_type && r->cgroup_id;
+	case LINK_NETNS:
+		r->netns_ino = BPF_CORE_READ((struct bpf_netns_link *)link, net, ns.inum);
+		return has_attach_type && r->netns_ino;
+	case LINK_XDP: {
+		struct net_device *dev = BPF_CORE_READ((struct bpf_xdp_link *)link, dev);
+		struct bpf_xdp_link *held = 0;
+
+		if (!name_device(dev, r))
+			return 0;
+		/* The mode is the slot of the device that holds this link. */
+		r->xdp_mode = 1;
+		for (int i = 0; i < 3; i++) {
+			if (!bpf_core_read(&held, sizeof(held), &dev->xdp_state[i].link) &&
+			    held == (struct bpf_xdp_link *)link)
+				r->xdp_mode = i;
+		}
+		return 1;
+	}
+	case LINK_PERF_EVENT: {
+		struct perf_event *ev = BPF_CORE_READ((struct bpf_perf_link *)link, perf_file, private_data);
+		struct trace_event_call *call = BPF_CORE_READ(ev, tp_event);
+		const char *name;
+		int flags;
+
+		/* a plain event, a kprobe or uprobe: by id */
+		if (!call)
+			return 0;
+		flags = BPF_CORE_READ(call, flags);
+		if (flags & TRACE_EVENT_FL_PROBES)
+			return 0;
+		name = flags & TRACE_EVENT_FL_TRACEPOINT ? BPF_CORE_READ(call, tp, name)
+							 : BPF_CORE_READ(call, name);
+		if (!name || bpf_probe_read_kernel_str(r->name, sizeof(r->name), name) <= 1)
+			return 0;
+		bpf_probe_read_kernel_str(r->category, sizeof(r->category),
+					  BPF_CORE_READ(call, class, system));
+		r->flags |= CAPTURE_LINK_TRACEPOINT;
+		return 1;
+	}
+	case LINK_TCX:
+		if (!bpf_core_type_exists(struct tcx_link))
+			return 0;
+		return has_attach_type && name_device(BPF_CORE_READ((struct tcx_link *)link, dev), r);
+	default:
+		return 0;
+	}
+}
+
+/* BPF_LINK_CREATE or BPF_RAW_TRACEPOINT_OPEN returned `fd`: the new link. */
+static __always_inline int capture_link(__s64 fd)
+{
+	struct file *file = fd_file(fd);
+	struct bpf_link *link = file ? BPF_CORE_READ(file, private_data) : 0;
+	struct bpf_prog *prog = BPF_CORE_READ(link, prog);
+	__u32 id = BPF_CORE_READ(link, id);
+	struct capture_counters *n;
+	struct capture_link *r;
+
+	if (!link || !prog || !id || BPF_CORE_READ(prog, aux, prog) != prog) {
+		n = count();
+		if (n)
+			__sync_fetch_and_add(&n->not_program, 1);
+		return 0;
+	}
+	r = new_link_record(id, BPF_CORE_READ(prog, aux, id));
+	if (!r)
+		return 0;
+	r->link_type = BPF_CORE_READ(link, type);
+	if (name_link(link, r->link_type, prog, r))
+		r->flags |= CAPTURE_LINK_NAMED;
+	submit_link_record(r);
+	return 0;
+}
+
+/* The fields of BPF_PROG_ATTACH's attr read here (uapi, stable). */
+struct prog_attach_attr {
+	__u32 target; /* target_fd, or target_ifindex */
+	__u32 attach_bpf_fd;
+	__u32 attach_type;
+};
+
+/* BPF_PROG_ATTACH succeeded: the program and, for a cgroup, its id; for
+ * tcx or netkit, the interface index in the caller's network namespace. */
+static __always_inline int capture_prog_attach(__u64 uattr)
+{
+	struct prog_attach_attr a = {};
+	struct capture_link *r;
+	struct kernfs_node *kn;
+	struct bpf_prog *prog;
+	struct file *target;
+	__u32 prog_id;
+
+	if (bpf_probe_read_user(&a, sizeof(a), (void *)uattr) || a.attach_type >= 64)
+		return 0;
+	prog = fd_prog(a.attach_bpf_fd);
+	prog_id = BPF_CORE_READ(prog, aux, id);
+	if (!prog_id)
+		return 0;
+	if (CGROUP_ATTACH_TYPES & BIT(a.attach_type)) {
+		target = fd_file(a.target);
+		kn = target ? BPF_CORE_READ(target, f_inode, i_private) : 0;
+		if (!kn)
+			return 0;
+		r = new_link_record(0, prog_id);
+		if (!r)
+			return 0;
+		r->cgroup_id = BPF_CORE_READ(kn, id);
+	} else if (IFINDEX_ATTACH_TYPES & BIT(a.attach_type)) {
+		r = new_link_record(0, prog_id);
+		if (!r)
+			return 0;
+		r->ifindex = a.target;
+		r->netns_ino = BPF_CORE_READ((struct task_struct *)bpf_get_current_task(), nsproxy,
+					     net_ns, ns.inum);
+	} else {
+		return 0; /* sockmap, flow dissector, lirc...: not captured */
+	}
+	r->attach_type = a.attach_type;
+	r->flags = CAPTURE_LINK_PROG_ATTACH | CAPTURE_LINK_NAMED;
+	submit_link_record(r);
+	return 0;
+}
+
+SEC("tracepoint/syscalls/sys_exit_bpf")
+int capture_exit(struct sys_exit_ctx *ctx)
+{
+	__u64 key = bpf_get_current_pid_tgid();
+	struct pending_cmd *w = bpf_map_lookup_elem(&pending, &key);
+	struct pending_cmd p;
+
+	if (!w)
+		return 0;
+	p = *w;
+	bpf_map_delete_elem(&pending, &key);
+	if (ctx->ret < 0)
+		return 0;
+	switch (p.cmd) {
+	case CMD_PROG_LOAD:
+		return capture_load(ctx->ret);
+	case CMD_LINK_CREATE:
+	case CMD_RAW_TRACEPOINT_OPEN:
+		return capture_link(ctx->ret);
+	case CMD_PROG_ATTACH:
+		return capture_prog_attach(p.attr);
+	default:
+		return 0;
+	}
 }
 
 char LICENSE[] SEC("license") = "GPL";

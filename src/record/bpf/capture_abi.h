@@ -13,6 +13,13 @@
  *     CAPTURE_PROG is missing or says CAPTURE_INCOMPLETE was not captured;
  *     its id then also goes into the small `missed` ring, which wakes the
  *     recorder (the `events` ring never does, unless it is half full).
+ *
+ * Per link created through BPF_LINK_CREATE or BPF_RAW_TRACEPOINT_OPEN, and
+ * per program attached to a cgroup or an interface through BPF_PROG_ATTACH:
+ * one CAPTURE_LINK at the syscall's exit. One the ring could not take goes
+ * into `missed` as CAPTURE_MISSED_LINK (its link id; the recorder queries it).
+ * Per program run through BPF_PROG_TEST_RUN: one CAPTURE_TEST_RUN, the first
+ * time in the recording.
  */
 #ifndef BPFPROF_RECORD_BPF_CAPTURE_ABI_H
 #define BPFPROF_RECORD_BPF_CAPTURE_ABI_H
@@ -24,6 +31,9 @@ enum capture_kind {
 	CAPTURE_FUNC = 2,
 	CAPTURE_CHUNK = 3,
 	CAPTURE_MISSED = 4, /* in the `missed` ring: a program not captured whole */
+	CAPTURE_LINK = 5,   /* a link created, or a program attached without one */
+	CAPTURE_MISSED_LINK = 6, /* in `missed`: a link whose CAPTURE_LINK did not fit */
+	CAPTURE_TEST_RUN = 7, /* a program run by BPF_PROG_TEST_RUN (first run only) */
 };
 
 /* Which array a CAPTURE_CHUNK belongs to. */
@@ -91,6 +101,50 @@ struct capture_prog {
 	__u32 pad2;
 };
 
+/* CAPTURE_LINK flags. */
+#define CAPTURE_LINK_NAMED 1u      /* the fields of its type are filled */
+#define CAPTURE_LINK_PROG_ATTACH 2u /* BPF_PROG_ATTACH: no link (hdr.id 0) */
+#define CAPTURE_LINK_TRACEPOINT 4u /* perf_event link of a tracepoint (name, category) */
+
+#define CAPTURE_NAME_MAX 64
+#define CAPTURE_CATEGORY_MAX 32
+#define CAPTURE_IFNAME_MAX 16
+
+/*
+ * One attachment. What names the point, per link type: raw_tp and a
+ * perf_event tracepoint: name (and category); tracing: attach_type, target
+ * (BTF object id, BTF type id); cgroup: cgroup_id, attach_type; netns:
+ * netns_ino, attach_type; xdp: ifindex, ifname, netns_ino, xdp_mode
+ * (0 generic, 1 driver, 2 offload); tcx: ifindex, ifname, netns_ino,
+ * attach_type. Without CAPTURE_LINK_NAMED only the ids are meaningful.
+ * BPF_PROG_ATTACH: cgroup_id (a cgroup attach type) or ifindex and the
+ * caller's netns_ino (tcx, netkit).
+ */
+struct capture_link {
+	struct capture_header hdr; /* id: the link id (0 with CAPTURE_LINK_PROG_ATTACH) */
+	__u32 prog_id;
+	__u32 link_type;   /* enum bpf_link_type (0 with CAPTURE_LINK_PROG_ATTACH) */
+	__u32 attach_type; /* enum bpf_attach_type */
+	__u32 flags;
+	__u64 time;        /* bpf_ktime_get_ns() at the syscall's exit */
+	__u64 cgroup_id;
+	__u32 ifindex;
+	__u32 netns_ino;
+	__u32 xdp_mode;
+	__u32 target_obj_id;
+	__u32 target_btf_id;
+	__u32 pad;
+	char name[CAPTURE_NAME_MAX];
+	char category[CAPTURE_CATEGORY_MAX];
+	char ifname[CAPTURE_IFNAME_MAX];
+};
+
+/* A program run by BPF_PROG_TEST_RUN during the recording (hdr.id: its id). */
+struct capture_test_run {
+	struct capture_header hdr;
+	__u64 time; /* bpf_ktime_get_ns() of its first run seen */
+};
+
 /* Per-CPU counters of the capture programs (the recorder sums them). */
 struct capture_counters {
 	__u64 captured;     /* CAPTURE_PROG records sent complete */
@@ -98,6 +152,8 @@ struct capture_counters {
 	__u64 lost_records; /* ring reservations that failed */
 	__u64 not_program;  /* the returned fd no longer named the new program */
 	__u64 read_errors;  /* kernel reads that failed */
+	__u64 links;        /* CAPTURE_LINK records sent */
+	__u64 links_missed; /* links whose record the ring could not take */
 };
 
 #endif
