@@ -7,30 +7,13 @@
 #include <utility>
 #include <vector>
 
+#include <fmt/format.h>
+
 namespace bpfprof::report {
 namespace {
 
 void keep_largest(std::optional<uint32_t>& max, const std::optional<uint32_t>& v) {
   if (v && (!max || *v > *max)) max = v;
-}
-
-// Appends the comma-separated owners of `more` that `owners` does not name yet.
-void add_owners(std::string& owners, const std::string& more) {
-  auto names = [](const std::string& list) {
-    std::vector<std::string> out;
-    for (size_t at = 0; at <= list.size();) {
-      const size_t end = std::min(list.find(',', at), list.size());
-      out.push_back(list.substr(at, end - at));
-      at = end + 1;
-    }
-    return out;
-  };
-  std::vector<std::string> have = names(owners);
-  for (std::string& n : names(more)) {
-    if (std::find(have.begin(), have.end(), n) != have.end()) continue;
-    owners += ',' + n;
-    have.push_back(std::move(n));
-  }
 }
 
 // Adds instance `p` to the group `g` holds so far.
@@ -74,6 +57,33 @@ void merge(ProgramGroup& g, const analysis::ProgramRow& p) {
 
 }  // namespace
 
+void add_owners(std::string& owners, const std::string& more) {
+  auto names = [](const std::string& list) {
+    std::vector<std::string> out;
+    for (size_t at = 0; at <= list.size();) {
+      const size_t end = std::min(list.find(',', at), list.size());
+      out.push_back(list.substr(at, end - at));
+      at = end + 1;
+    }
+    return out;
+  };
+  std::vector<std::string> have = names(owners);
+  for (std::string& n : names(more)) {
+    if (std::find(have.begin(), have.end(), n) != have.end()) continue;
+    owners += ',' + n;
+    have.push_back(std::move(n));
+  }
+}
+
+std::string join_attach_points(std::vector<std::string>& points, const std::string& none) {
+  std::sort(points.begin(), points.end());
+  points.erase(std::unique(points.begin(), points.end()), points.end());
+  if (points.empty()) return none;
+  std::string out = points.front();
+  for (size_t i = 1; i < points.size(); i++) out += ", " + points[i];
+  return out;
+}
+
 std::vector<ProgramGroup> program_groups(const analysis::ReportData& data, bool instances) {
   static const std::string kNoTag(16, '0');
   std::vector<ProgramGroup> out;
@@ -94,18 +104,46 @@ std::vector<ProgramGroup> program_groups(const analysis::ReportData& data, bool 
     g.row.owner_pids.erase(std::unique(g.row.owner_pids.begin(), g.row.owner_pids.end()),
                            g.row.owner_pids.end());
     // Every instance's points, each once; none known of any: the first's word.
-    std::vector<std::string>& points = g.row.attach_points;
-    std::sort(points.begin(), points.end());
-    points.erase(std::unique(points.begin(), points.end()), points.end());
-    if (!points.empty()) {
-      g.row.attach = points.front();
-      for (size_t i = 1; i < points.size(); i++) g.row.attach += ", " + points[i];
-    }
+    g.row.attach = join_attach_points(g.row.attach_points, g.row.attach);
   }
   std::stable_sort(out.begin(), out.end(), [](const ProgramGroup& a, const ProgramGroup& b) {
     return a.row.samples > b.row.samples;
   });
   return out;
+}
+
+std::string id_list(std::span<const uint32_t> ids, size_t max_chars) {
+  std::vector<uint32_t> sorted(ids.begin(), ids.end());
+  std::sort(sorted.begin(), sorted.end());
+  sorted.erase(std::unique(sorted.begin(), sorted.end()), sorted.end());
+  // Items: single ids and ranges of consecutive ones, each with its id count.
+  std::vector<std::pair<std::string, size_t>> items;
+  for (size_t i = 0; i < sorted.size();) {
+    size_t j = i;
+    while (j + 1 < sorted.size() && sorted[j + 1] == sorted[j] + 1) j++;
+    items.emplace_back(j == i ? std::to_string(sorted[i])
+                              : fmt::format("{}-{}", sorted[i], sorted[j]),
+                       j - i + 1);
+    i = j + 1;
+  }
+  std::string out;
+  for (const auto& item : items) out += (out.empty() ? "" : ",") + item.first;
+  if (!max_chars || out.size() <= max_chars) return out;
+  // Too long: whole items while they and the note of what is left fit.
+  out.clear();
+  size_t left = sorted.size();
+  for (size_t k = 0; k < items.size(); k++) {
+    const auto& [text, count] = items[k];
+    const size_t after = left - count;
+    const size_t need = out.size() + (k ? 1 : 0) + text.size() +
+                        (after ? fmt::formatted_size(",+{} more", after) : 0);
+    if (k > 0 && need > max_chars) break;
+    if (k > 0) out += ',';
+    out += text;
+    left = after;
+  }
+  // A single item longer than the limit is shown whole.
+  return left ? out + fmt::format(",+{} more", left) : out;
 }
 
 }  // namespace bpfprof::report

@@ -4,7 +4,10 @@
 // (`report --instances`).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <span>
+#include <string>
 #include <vector>
 
 #include "analysis/report_data.h"
@@ -29,5 +32,18 @@ struct ProgramGroup {
 // Rows sorted by samples, most first; ties keep the first instance's order.
 // With `instances`, one row per instance (ids holds its own id).
 std::vector<ProgramGroup> program_groups(const analysis::ReportData& data, bool instances);
+
+// Merging the owners and attach points of instances, shared with `top`:
+// appends the comma-separated owners of `more` that `owners` does not name
+// yet; sorts `points` and keeps each once, and joins them with ", " (none:
+// `none`, the first instance's word, "[none known]" or "[unknown]").
+void add_owners(std::string& owners, const std::string& more);
+std::string join_attach_points(std::vector<std::string>& points, const std::string& none);
+
+// Instance ids as a user reads them: sorted, each once, runs of consecutive
+// ids as ranges ("12,14-15,20"). Past `max_chars` (0 = no limit) the list
+// stops at a whole item and says how many ids it left out
+// ("12,14-15,+7 more"); the first item is always shown.
+std::string id_list(std::span<const uint32_t> ids, size_t max_chars = 0);
 
 }  // namespace bpfprof::report

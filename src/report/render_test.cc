@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "report/render.h"
 
+#include <map>
+
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "report/program_groups.h"
 #include "report/table.h"
 
 namespace bpfprof::report {
@@ -162,7 +165,7 @@ TEST_F(RenderTest, ProgramTableGroupsInstancesOfTheSameCode) {
       analysis::ProgramRow{61, "anon", std::string(16, '0'), 0, std::nullopt, 0, {}});
 
   const std::string text = render_text(d_, {});
-  EXPECT_NE(text.find("        9   90.00%    40   0.006     150     2  42-50  0011223344556677  "
+  EXPECT_NE(text.find("        9   90.00%    40   0.006     150     2  42,50  0011223344556677  "
                       "+0.100000   end          [unknown]  burn\n"),
             std::string::npos) << text;
   EXPECT_NE(text.find("        5      "), std::string::npos) << text;  // burn: 4 + 1
@@ -204,6 +207,71 @@ TEST_F(RenderTest, ProgramTableGroupsInstancesOfTheSameCode) {
   EXPECT_EQ(k["programs"][1]["id"], 50);
   EXPECT_EQ(k["programs"][1]["owner_pids"], nlohmann::json::array({3, 5}));
   EXPECT_FALSE(k["programs"][0].contains("ids"));
+}
+
+// Who pays is counted per instance: two instances of the same code (one
+// row of the table) loaded by two agents charge each agent its own
+// instance's samples — in the header line, the JSON `owners` and the sort
+// key `owner` alike — while the row names both.
+TEST_F(RenderTest, CostByOwnerChargesEachInstanceToItsOwner) {
+  d_.programs[0].owner = "agent-a[10]";
+  d_.programs[0].owner_pids = {10};
+  analysis::ProgramRow again = d_.programs[0];
+  again.id = 43;
+  again.samples = 3;
+  again.functions = {{"bpf_prog_0011223344556677_burn", 3}, {"bpf_prog_0011223344556677_sub", 0}};
+  again.owner = "agent-b[20]";
+  again.owner_pids = {20};
+  d_.programs.push_back(again);  // programs[2]: frames name it as program 3
+  auto& p = d_.profile;
+  auto burn2 = p.add_frame({"bpf_prog_0011223344556677_burn", "[bpf]", "", FrameKind::kBpf, 3, 0});
+  for (int i = 0; i < 3; i++) p.add_sample(p.add_stack({burn2}), {20, 20, "agent-b"}, 100, 1);
+
+  const std::string text = render_text(d_, {});
+  EXPECT_NE(text.find("# BPF cost by owner: agent-a[10] 46.15% (6), agent-b[20] 23.08% (3)\n"),
+            std::string::npos) << text;
+  EXPECT_NE(text.find("     9   69.23%     2  42-43  0011223344556677"), std::string::npos) << text;
+
+  const auto j = nlohmann::json::parse(render_json(d_, {}));
+  ASSERT_EQ(j["owners"].size(), 2u) << j["owners"];
+  EXPECT_EQ(j["owners"][0]["owner"], "agent-a[10]");
+  EXPECT_EQ(j["owners"][0]["samples"], 6);
+  EXPECT_EQ(j["owners"][0]["programs"], 1);
+  EXPECT_EQ(j["owners"][1]["owner"], "agent-b[20]");
+  EXPECT_EQ(j["owners"][1]["samples"], 3);
+  ASSERT_EQ(j["programs"].size(), 2u);
+  EXPECT_EQ(j["programs"][0]["owner"], "agent-a[10],agent-b[20]");
+  EXPECT_EQ(j["programs"][0]["samples"], 9);
+
+  RenderOptions by_owner;
+  by_owner.keys = {SortKey::kOwner};
+  by_owner.bpf_only = true;
+  const auto k = nlohmann::json::parse(render_json(d_, by_owner));
+  std::map<std::string, uint64_t> entries;
+  for (const auto& e : k["entries"]) entries[e["owner"]] += e["samples"].get<uint64_t>();
+  EXPECT_EQ(entries, (std::map<std::string, uint64_t>{{"agent-a[10]", 6}, {"agent-b[20]", 3}}));
+}
+
+// The Ids cell: sorted, consecutive runs as ranges, long lists cut at a
+// whole item with the count of ids left out; the JSON keeps every id.
+TEST(IdList, RangesOnlyForConsecutiveIdsAndCutWhenLong) {
+  using V = std::vector<uint32_t>;
+  EXPECT_EQ(id_list(V{42}), "42");
+  EXPECT_EQ(id_list(V{15, 12, 14}), "12,14-15");
+  EXPECT_EQ(id_list(V{12, 20}), "12,20");
+  EXPECT_EQ(id_list(V{3, 4, 5, 6, 9, 9, 11, 12}), "3-6,9,11-12");
+  V many;
+  for (uint32_t id = 100; id < 140; id += 2) many.push_back(id);  // 20 ids, none consecutive
+  const std::string cut = id_list(many, 24);
+  EXPECT_EQ(cut, "100,102,104,106,+16 more");
+  EXPECT_LE(cut.size(), 24u);
+  EXPECT_EQ(id_list(many, 0).size(), 20 * 4 - 1u);  // no limit: all of them
+  // The first item is shown even when it alone is longer than the limit.
+  EXPECT_EQ(id_list(V{1000000, 1000001, 7000000}, 8), "1000000-1000001,+1 more");
+  EXPECT_EQ(id_list(V{1000000, 1000001}, 8), "1000000-1000001");
+  // A list that fits is not cut, however close to the limit.
+  EXPECT_EQ(id_list(V{1, 3, 5, 7, 9, 11, 13, 15, 17}, 21), "1,3,5,7,9,11,13,15,17");
+  EXPECT_EQ(id_list(V{1, 3, 5, 7, 9, 11, 13, 15, 17}, 20), "1,3,5,7,9,11,+3 more");
 }
 
 // -v: the stored sizes and the verifier's count per row, "-" without info.

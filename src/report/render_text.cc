@@ -58,11 +58,8 @@ std::string header_text(const analysis::ReportData& d) {
   return out;
 }
 
-// "42" for one instance, "lowest-highest" id of several.
-std::string ids_text(const std::vector<uint32_t>& ids) {
-  const auto [lo, hi] = std::minmax_element(ids.begin(), ids.end());
-  return ids.size() == 1 ? std::to_string(*lo) : fmt::format("{}-{}", *lo, *hi);
-}
+// The Ids cell: long lists are cut (the JSON report has every id).
+constexpr size_t kIdsWidth = 24;
 
 std::string programs_text(const analysis::ReportData& d, const RenderOptions& o) {
   std::string out = "#\n# BPF programs: samples whose leaf frame is in the program, "
@@ -113,7 +110,7 @@ std::string programs_text(const analysis::ReportData& d, const RenderOptions& o)
       cells.push_back(known && *p.run_cnt ? std::to_string(*p.run_time_ns / *p.run_cnt) : "-");
     }
     if (!o.instances) cells.push_back(std::to_string(g.ids.size()));
-    cells.insert(cells.end(), {ids_text(g.ids), p.tag, relative_time(p.load_ns, d.header.start_ns),
+    cells.insert(cells.end(), {id_list(g.ids, kIdsWidth), p.tag, relative_time(p.load_ns, d.header.start_ns),
                                p.unload_ns ? relative_time(*p.unload_ns, d.header.start_ns) : "end"});
     if (o.verbose) {
       // From the stored BPF_PROG_INFO; "-" without it.
