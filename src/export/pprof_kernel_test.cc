@@ -227,6 +227,16 @@ TEST_F(PprofKernelTest, GoPprofShowsBpfLabels) {
   EXPECT_NE(raw.out.find("bpf_prog_id:[" + id + "]"), std::string::npos) << raw.out.substr(0, 4000);
   EXPECT_NE(raw.out.find("bpf_prog_tag:[" + tag + "]"), std::string::npos);
   EXPECT_NE(raw.out.find("bpf_prog:[long_burner]"), std::string::npos);
+  // Who owns it and where it is attached, as the report names them.
+  bool in_report = false;
+  for (const auto& p : g->runs[0].report["programs"]) {
+    if (p["name"] != "long_burner") continue;
+    in_report = true;
+    const std::string owner = p["owner"], attach = p["attach"];
+    EXPECT_NE(raw.out.find("owner:[" + owner + "]"), std::string::npos) << owner;
+    EXPECT_NE(raw.out.find("attach:[" + attach + "]"), std::string::npos) << attach;
+  }
+  EXPECT_TRUE(in_report) << "no long_burner in the report";
   // Not checked here: the "[bpf] long_burner" mapping. pprof merges mappings
   // with equal build id (our tag) and size, and programs of the same code
   // have the same tag whatever their names; ProgramMappingIsItsJitRange
