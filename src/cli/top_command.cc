@@ -25,11 +25,14 @@ CLI::App* add_top_command(CLI::App& app, TopFlags& f) {
                   "Output format: text (the screen, or --stdio) or json (one object per refresh, "
                   "a line each, on stdout)")
       ->check(CLI::IsMember({"text", "json"}));
+  cmd->add_flag("--instances", f.instances,
+                "A program row per instance (id), not one per code (name and tag)");
   cmd->add_option("-C,--cpu", f.cpu_list, "Sample only these CPUs (e.g. 0-3,5)");
   cmd->add_option("-n,--refreshes", f.refreshes, "Stop after this many refreshes");
   cmd->add_flag("--no-bpf-stats", f.no_run_stats,
                 "Do not turn on BPF run-time statistics (no runs / avg ns columns)");
-  cmd->footer("Keys: s cycles the sort (CPU%, runs/s, avg ns), b toggles BPF-only symbols, q quits.");
+  cmd->footer("Keys: s cycles the sort (CPU%, runs/s, avg ns), b toggles BPF-only symbols, "
+              "i toggles a row per instance, q quits.");
   return cmd;
 }
 
@@ -40,6 +43,7 @@ int run_top(const TopFlags& f) {
   o.refresh_s = f.refresh_s;
   o.stdio = f.stdio;
   o.json = f.format == "json";
+  o.instances = f.instances;
   if (f.refreshes) o.refreshes = f.refreshes;
   if (!f.cpu_list.empty()) {
     auto cpus = perf::parse_cpu_list(f.cpu_list);

@@ -23,6 +23,7 @@ struct TopFlags {
   std::string cpu_list;
   uint64_t refreshes = 0;  // 0: until quit
   bool no_run_stats = false;
+  bool instances = false;
 };
 
 CLI::App* add_top_command(CLI::App& app, TopFlags& flags);

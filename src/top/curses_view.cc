@@ -101,6 +101,7 @@ std::vector<Key> CursesView::keys() {
       case 'q': case 'Q': out.push_back(Key::kQuit); break;
       case 's': case 'S': out.push_back(Key::kSort); break;
       case 'b': case 'B': out.push_back(Key::kBpfOnly); break;
+      case 'i': case 'I': out.push_back(Key::kInstances); break;
       case KEY_RESIZE: case 'L' & 0x1f: out.push_back(Key::kRedraw); break;
       default: break;
     }

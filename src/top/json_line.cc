@@ -6,22 +6,27 @@
 
 namespace bpfprof::top {
 
-std::string format_json(const Model& model, const SessionInfo& info, size_t symbol_rows) {
+std::string format_json(const Model& model, const SessionInfo& info, size_t symbol_rows,
+                        bool instances) {
   using Json = nlohmann::ordered_json;
   const Interval& iv = model.last();
   auto optional = [](const auto& v) { return v ? Json(*v) : Json(nullptr); };
   Json programs = Json::array();
-  for (const ProgramRow& p : model.programs(SortKey::kCpu)) {
-    programs.push_back(Json{{"id", p.id},
-                            {"name", p.name},
-                            {"tag", p.tag},
-                            {"owner", p.owner},
-                            {"samples", p.samples},
-                            {"cpu_percent", p.cpu_percent},
-                            {"runs", optional(p.runs)},
-                            {"runs_per_s", optional(p.runs_per_s)},
-                            {"avg_ns", optional(p.avg_ns)},
-                            {"gone", p.gone}});
+  for (const ProgramRow& p : model.programs(SortKey::kCpu, instances)) {
+    // As `report --format json`: `instances` and `ids` per code, or `id`.
+    Json row = instances ? Json{{"id", p.id}} : Json{{"instances", p.ids.size()}, {"ids", p.ids}};
+    row.update(Json{{"name", p.name},
+                    {"tag", p.tag},
+                    {"owner", p.owner},
+                    {"attach", p.attach},
+                    {"attach_points", p.attach_points},
+                    {"samples", p.samples},
+                    {"cpu_percent", p.cpu_percent},
+                    {"runs", optional(p.runs)},
+                    {"runs_per_s", optional(p.runs_per_s)},
+                    {"avg_ns", optional(p.avg_ns)},
+                    {"gone", p.gone}});
+    programs.push_back(std::move(row));
   }
   Json symbols = Json::array();
   for (const SymbolRow& s : model.symbols(false, symbol_rows)) {

@@ -13,6 +13,7 @@
 #include "analysis/aggregate.h"
 #include "bpf/query.h"
 #include "perf/event_open.h"
+#include "record/attach_points.h"
 #include "record/kernel_maps.h"
 #include "record/owners.h"
 #include "record/synthesize.h"
@@ -30,6 +31,11 @@ uint64_t monotonic_now_ns() {
 double ms_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
+
+// Attach points are listed again at the end of an interval in which a program
+// loaded (it may have been attached since), and at least this often (an old
+// program attached again).
+constexpr uint64_t kAttachRescanNs = 10'000'000'000;
 
 // As record: no PMU (VMs) shows as one of these errnos, and cpu-clock is the fallback.
 bool no_pmu(const Error& e) {
@@ -126,6 +132,12 @@ Status LiveSession::synthesize(const Notice& notice) {
   // Who holds the programs loaded before top started (programs loaded later
   // are owned by their loader, from their BPF_EVENT).
   features_.owners = record::scan_program_owners(bpf.synthesized);
+  // Where every program is attached, named as record names it.
+  if (auto mountinfo = record::read_text_file("/proc/self/mountinfo"); mountinfo.ok()) {
+    cgroup2_ = record::find_cgroup2_mount(*mountinfo);
+  }
+  features_.attach.emplace();
+  scan_attach(monotonic_now_ns());
   auto flush = [&]() -> Status {
     sideband_.insert(sideband_.end(), synth.bytes().begin(), synth.bytes().end());
     synth.clear();
@@ -140,6 +152,18 @@ Status LiveSession::synthesize(const Notice& notice) {
     sideband_records_++;
   }
   return ok_status();
+}
+
+void LiveSession::scan_attach(uint64_t now_ns) {
+  // A failed link listing leaves the other points (cgroups, interfaces).
+  record::AttachScan scan =
+      record::scan_attach_points(cgroup2_, perfdata::AttachEntry::kAtEnd, now_ns);
+  for (perfdata::AttachEntry& e : scan.entries) {
+    if (attach_known_.emplace(e.prog_id, e.link_id, e.point).second) {
+      features_.attach->entries.push_back(std::move(e));
+    }
+  }
+  attach_scanned_ns_ = now_ns;
 }
 
 void LiveSession::keep_sideband(const perf::RecordView& r) {
@@ -235,18 +259,30 @@ Result<Interval> LiveSession::end_interval() {
     row.dso = std::string(key.second);
     iv.symbols.push_back(std::move(row));
   }
+  cost_.symbolize_ms = ms_since(t0);
+
+  cost_.attach_scan_ms = 0;
+  bool rescan = end - attach_scanned_ns_ >= kAttachRescanNs;
+  for (const symbols::BpfProgram& p : programs) rescan = rescan || p.load_time > attach_scanned_ns_;
+  if (rescan) {
+    t0 = std::chrono::steady_clock::now();
+    scan_attach(monotonic_now_ns());
+    cost_.attach_scan_ms = ms_since(t0);
+  }
+  const analysis::AttachIndex attach = analysis::attach_index(features_);
   std::vector<uint32_t> loaded;
   for (size_t i = 0; i < programs.size(); i++) {
     const symbols::BpfProgram& p = programs[i];
     const bool alive = p.load_time <= end && (!p.unload_time || *p.unload_time >= start);
     if (!alive && by_program[i] == 0) continue;
-    iv.programs.push_back(ProgramSample{p.id, p.name, bpf::tag_hex(p.tag), by_program[i],
-                                        p.unload_time.has_value(),
-                                        analysis::program_owner(sym, features_, p, nullptr)});
+    ProgramSample& s = iv.programs.emplace_back(
+        ProgramSample{p.id, p.name, bpf::tag_hex(p.tag), by_program[i], p.unload_time.has_value(),
+                      analysis::program_owner(sym, features_, p, nullptr)});
+    if (auto it = attach.find(p.id); it != attach.end()) s.attach_points = it->second;
+    s.attach = analysis::program_attach(features_, attach, p.id);
     if (!p.unload_time) loaded.push_back(p.id);
   }
   if (run_stats()) iv.runs = read_runs(loaded);
-  cost_.symbolize_ms = ms_since(t0);
 
   iv.lost = lost_;
   lost_ = 0;

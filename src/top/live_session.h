@@ -11,7 +11,10 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
+#include <set>
 #include <string>
+#include <tuple>
 #include <string_view>
 #include <vector>
 
@@ -20,6 +23,7 @@
 #include "perf/records.h"
 #include "perfdata/features.h"
 #include "record/event_set.h"
+#include "record/synthesize.h"
 #include "top/model.h"
 
 namespace bpfprof::top {
@@ -38,6 +42,7 @@ struct LiveOptions {
 struct LiveCost {
   double symbolizer_ms = 0;       // rebuilding the Symbolizer from the side-band records
   double symbolize_ms = 0;        // looking up the interval's samples
+  double attach_scan_ms = 0;      // listing attach points (0 when not rescanned)
   size_t sideband_records = 0;    // kept so far (synthesized included)
   size_t sideband_bytes = 0;
 };
@@ -74,6 +79,9 @@ class LiveSession {
   Status synthesize(const Notice& notice);
   void keep_sideband(const perf::RecordView& r);
   std::vector<RunReading> read_runs(const std::vector<uint32_t>& ids) const;
+  // Lists where programs are attached now (as record does at start and end)
+  // and keeps the points not seen before in features_.attach.
+  void scan_attach(uint64_t now_ns);
 
   record::EventSet events_;
   std::unique_ptr<perf::SampleLayout> layout_;
@@ -83,6 +91,9 @@ class LiveSession {
   UniqueFd stats_fd_;
   std::string run_stats_note_;
   std::vector<RunReading> baseline_;
+  std::optional<record::Cgroup2Mount> cgroup2_;
+  std::set<std::tuple<uint32_t, uint32_t, std::string>> attach_known_;  // prog, link, point
+  uint64_t attach_scanned_ns_ = 0;
 
   // Every side-band record so far, back to back (synthesized first), and the
   // current interval's sample records.

@@ -6,6 +6,7 @@
 #include <unordered_map>
 
 #include "base/percent.h"
+#include "report/program_groups.h"
 
 namespace bpfprof::top {
 
@@ -43,14 +44,18 @@ void Model::update(const Interval& interval) {
     ProgramRow& row = p.row;
     const bool was_gone = row.gone;
     row.id = s.id;
+    row.ids = {s.id};
     row.name = s.name;
     row.tag = s.tag;
     row.owner = s.owner;
+    row.attach_points = s.attach_points;
+    row.attach = s.attach;
     row.samples = s.samples;
     row.cpu_percent = percent_of(s.samples, interval.samples);
     row.runs.reset();
     row.runs_per_s.reset();
     row.avg_ns.reset();
+    row.run_time_ns.reset();
     p.seen = true;
     if (s.unloaded) {
       row.gone_refreshes = was_gone ? row.gone_refreshes + 1 : 0;
@@ -73,6 +78,7 @@ void Model::update(const Interval& interval) {
     if (now.run_cnt < before.run_cnt || now.run_time_ns < before.run_time_ns) continue;
     const uint64_t runs = now.run_cnt - before.run_cnt;
     row.runs = runs;
+    row.run_time_ns = now.run_time_ns - before.run_time_ns;
     if (interval.seconds > 0) row.runs_per_s = static_cast<double>(runs) / interval.seconds;
     if (runs > 0) {
       row.avg_ns = static_cast<double>(now.run_time_ns - before.run_time_ns) /
@@ -91,6 +97,7 @@ void Model::update(const Interval& interval) {
       row.runs.reset();
       row.runs_per_s.reset();
       row.avg_ns.reset();
+      row.run_time_ns.reset();
     }
     if (p.row.gone && p.row.gone_refreshes >= keep_gone_) {
       it = programs_.erase(it);
@@ -102,10 +109,47 @@ void Model::update(const Interval& interval) {
   refreshes_++;
 }
 
-std::vector<ProgramRow> Model::programs(SortKey key) const {
+namespace {
+
+// Adds instance `p` to the group row `g`.
+void merge(ProgramRow& g, const ProgramRow& p) {
+  g.ids.push_back(p.id);
+  g.id = std::min(g.id, p.id);
+  g.samples += p.samples;
+  g.cpu_percent += p.cpu_percent;
+  if (p.runs) {
+    g.runs = g.runs.value_or(0) + *p.runs;
+    g.run_time_ns = g.run_time_ns.value_or(0) + p.run_time_ns.value_or(0);
+  }
+  if (p.runs_per_s) g.runs_per_s = g.runs_per_s.value_or(0) + *p.runs_per_s;
+  if (g.runs && *g.runs > 0) {
+    g.avg_ns = static_cast<double>(*g.run_time_ns) / static_cast<double>(*g.runs);
+  }
+  report::add_owners(g.owner, p.owner);
+  g.attach_points.insert(g.attach_points.end(), p.attach_points.begin(), p.attach_points.end());
+  g.attach = report::join_attach_points(g.attach_points, g.attach);
+  // Shown gone once every instance is; counted from the latest to go.
+  g.gone_refreshes = g.gone && p.gone ? std::min(g.gone_refreshes, p.gone_refreshes) : 0;
+  g.gone = g.gone && p.gone;
+}
+
+}  // namespace
+
+std::vector<ProgramRow> Model::programs(SortKey key, bool instances) const {
+  static const std::string kNoTag(16, '0');
   std::vector<ProgramRow> rows;
   rows.reserve(programs_.size());
-  for (const auto& [id, p] : programs_) rows.push_back(p.row);
+  std::map<std::pair<std::string_view, std::string_view>, size_t> by_code;  // -> rows index
+  for (const auto& [id, p] : programs_) {
+    if (!instances && p.row.tag != kNoTag) {
+      auto [it, added] = by_code.try_emplace({p.row.name, p.row.tag}, rows.size());
+      if (!added) {
+        merge(rows[it->second], p.row);
+        continue;
+      }
+    }
+    rows.push_back(p.row);
+  }
   // Rows without a value sort after every row with one (-1 is below any value).
   auto value = [key](const ProgramRow& r) -> double {
     switch (key) {

@@ -26,6 +26,10 @@ struct ProgramSample {
   uint64_t samples = 0;  // samples whose leaf frame is in its code
   bool unloaded = false; // its PROG_UNLOAD was seen (in this interval or before)
   std::string owner = "[unknown]";  // as `report` names it: comm[pid] of the loader or holders
+  // Where it is attached, as `report` names it (its sort key `attach`): every
+  // point seen so far, sorted; `attach` joins them, or says "[none known]".
+  std::vector<std::string> attach_points;
+  std::string attach = "[unknown]";
 };
 
 // bpf_prog_info counters of a live program, read at the end of the interval.
@@ -59,11 +63,19 @@ enum class SortKey { kCpu, kRuns, kAvgNs };
 SortKey next_sort_key(SortKey key);
 const char* sort_key_name(SortKey key);
 
+// One row of the program table: one instance, or (the default) every
+// instance of the same code — name and tag — shown together as `report`
+// groups them: `ids` every instance's (sorted), `id` the lowest; samples,
+// shares, runs and rates summed, avg ns over the runs of all; owners and
+// attach points of all; gone when every instance is.
 struct ProgramRow {
   uint32_t id = 0;
+  std::vector<uint32_t> ids;
   std::string name;
   std::string tag;
   std::string owner;
+  std::vector<std::string> attach_points;
+  std::string attach;
   uint64_t samples = 0;
   double cpu_percent = 0;          // of all samples of the last interval
   // Runs in the last interval and their average cost; none without stats or
@@ -71,6 +83,7 @@ struct ProgramRow {
   std::optional<uint64_t> runs;
   std::optional<double> runs_per_s;
   std::optional<double> avg_ns;
+  std::optional<uint64_t> run_time_ns;  // of those runs
   bool gone = false;
   unsigned gone_refreshes = 0;     // refreshes since it was first seen gone (0 = this one)
 };
@@ -98,8 +111,10 @@ class Model {
   // started at zero.
   void update(const Interval& interval);
 
-  // The program table, sorted by `key` (descending; ties by CPU%, then id).
-  std::vector<ProgramRow> programs(SortKey key) const;
+  // The program table, sorted by `key` (descending; ties by CPU%, then id):
+  // instances of the same code grouped into one row, or with `instances`
+  // one row each. A zero tag tells no code apart: such a row stays its own.
+  std::vector<ProgramRow> programs(SortKey key, bool instances = false) const;
   // The hottest leaf symbols of the last interval, at most `limit`;
   // `bpf_only` keeps BPF code (program functions, trampolines, dispatchers).
   std::vector<SymbolRow> symbols(bool bpf_only, size_t limit) const;

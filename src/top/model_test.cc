@@ -162,6 +162,76 @@ TEST(ModelTest, EqualSharesSortByIdForAStableScreen) {
   EXPECT_EQ(rows[2].id, 9u);
 }
 
+// Instances of the same code (name and tag) are one row, as in `report`:
+// ids, samples, shares, runs and rates summed, avg ns over every run, owners
+// and attach points of all, gone once every instance is. `instances` gives
+// them a row each; a zero tag is never merged.
+TEST(ModelTest, InstancesOfTheSameCodeShareARow) {
+  Model m;
+  m.set_baseline({{12, 100, 1000}});
+  Interval iv;
+  iv.seconds = 2;
+  iv.samples = 100;
+  ProgramSample a = prog(12, "burner", 10), b = prog(15, "burner", 20), c = prog(14, "burner", 5);
+  a.owner = "agent-a[1]";
+  a.attach_points = {"xdp/eth0"};
+  a.attach = "xdp/eth0";
+  b.owner = "agent-b[2]";
+  b.attach_points = {"tracepoint/sched/sched_switch"};
+  b.attach = "tracepoint/sched/sched_switch";
+  c.owner = "agent-a[1]";
+  c.attach = "[none known]";
+  ProgramSample other = prog(13, "other", 50);  // same tag, another name: its own row
+  ProgramSample anon1 = prog(20, "anon", 1), anon2 = prog(21, "anon", 1);
+  anon1.tag = anon2.tag = std::string(16, '0');
+  iv.programs = {a, b, c, other, anon1, anon2};
+  // 12: 300 runs in 3000 ns (from its baseline); 15: 100 runs in 7000 ns; 14: none yet.
+  iv.runs = std::vector<RunReading>{{12, 400, 4000}, {15, 100, 7000}};
+  m.update(iv);
+
+  const std::vector<ProgramRow> rows = m.programs(SortKey::kCpu);
+  ASSERT_EQ(rows.size(), 4u);
+  EXPECT_EQ(rows[0].name, "other");
+  const ProgramRow& g = rows[1];
+  EXPECT_EQ(g.name, "burner");
+  EXPECT_EQ(g.id, 12u);
+  EXPECT_EQ(g.ids, (std::vector<uint32_t>{12, 14, 15}));
+  EXPECT_EQ(g.samples, 35u);
+  EXPECT_DOUBLE_EQ(g.cpu_percent, 35.0);
+  EXPECT_EQ(g.runs, 400u);
+  EXPECT_DOUBLE_EQ(*g.runs_per_s, 200.0);
+  EXPECT_DOUBLE_EQ(*g.avg_ns, 10000.0 / 400);
+  EXPECT_EQ(g.owner, "agent-a[1],agent-b[2]");
+  EXPECT_EQ(g.attach_points,
+            (std::vector<std::string>{"tracepoint/sched/sched_switch", "xdp/eth0"}));
+  EXPECT_EQ(g.attach, "tracepoint/sched/sched_switch, xdp/eth0");
+  EXPECT_FALSE(g.gone);
+  EXPECT_EQ(rows[2].ids, (std::vector<uint32_t>{20}));
+  EXPECT_EQ(rows[3].ids, (std::vector<uint32_t>{21}));
+
+  const std::vector<ProgramRow> each = m.programs(SortKey::kCpu, true);
+  ASSERT_EQ(each.size(), 6u);
+  ASSERT_NE(find(each, 14), nullptr);
+  EXPECT_EQ(find(each, 14)->attach, "[none known]");
+  EXPECT_EQ(find(each, 15)->owner, "agent-b[2]");
+  EXPECT_DOUBLE_EQ(*find(each, 15)->avg_ns, 70.0);
+
+  // Two instances unload: the row is not gone while the third runs.
+  iv.programs = {prog(12, "burner", 0, true), prog(14, "burner", 0, true), prog(15, "burner", 4)};
+  iv.runs.reset();
+  m.update(iv);
+  const ProgramRow* burner = find(m.programs(SortKey::kCpu), 12);
+  ASSERT_NE(burner, nullptr);
+  EXPECT_EQ(burner->ids.size(), 3u);
+  EXPECT_FALSE(burner->gone);
+  iv.programs = {prog(15, "burner", 0, true)};
+  m.update(iv);
+  burner = find(m.programs(SortKey::kCpu), 12);
+  ASSERT_NE(burner, nullptr);
+  EXPECT_TRUE(burner->gone);
+  EXPECT_EQ(burner->gone_refreshes, 0u);  // the last one just went
+}
+
 TEST(ModelTest, SymbolsOfTheLastIntervalHottestFirstAndBpfOnly) {
   Model m;
   Interval iv;

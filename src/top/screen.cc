@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include "report/program_groups.h"
+
 namespace bpfprof::top {
 namespace {
 
@@ -26,6 +28,9 @@ const char* kind_name(symbols::FrameKind k) {
   return "?";
 }
 
+// The IDS cell: longer id lists are cut (--format json has every id).
+constexpr size_t kIdsWidth = 12;
+
 void add(std::vector<Line>& out, std::string text, Line::Style style, size_t width) {
   // Cut on a byte boundary is fine: names are ASCII (kernel, BPF and ELF symbols).
   if (width && text.size() > width) text.resize(width);
@@ -37,9 +42,10 @@ std::string status_line(const Model& model, const ViewState& view, const Session
   std::string stats = info.run_stats ? "BPF stats on" : "BPF stats off";
   return fmt::format(
       "bpfprof top  refresh {}  {:.2f} s  {} samples  {} lost  {} @ {} Hz on {} CPUs  {}  "
-      "sort {}{}  (symbols {:.0f} ms)",
+      "sort {}{}{}  (symbols {:.0f} ms)",
       model.refreshes(), iv.seconds, iv.samples, iv.lost, info.event, info.frequency, info.cpus,
-      stats, sort_key_name(view.sort), view.bpf_only ? "  BPF-only" : "", info.symbolizer_ms);
+      stats, sort_key_name(view.sort), view.instances ? "  instances" : "",
+      view.bpf_only ? "  BPF-only" : "", info.symbolizer_ms);
 }
 
 }  // namespace
@@ -54,10 +60,15 @@ std::vector<Line> format_screen(const Model& model, const ViewState& view,
   }
   add(out, "", Line::Style::kNormal, w);
 
-  const std::vector<ProgramRow> programs = model.programs(view.sort);
+  const std::vector<ProgramRow> programs = model.programs(view.sort, view.instances);
+  // Grouped: instances and their ids; --instances (key i): the one id. The
+  // program's name, gone mark included, before owner and attach point (the
+  // longest cell, last: a narrow screen cuts it, not the figures).
+  const std::string ids_heading =
+      view.instances ? fmt::format("{:>7}", "ID") : fmt::format("{:>4} {:>12}", "INST", "IDS");
   add(out,
-      fmt::format("{:>7} {:>8} {:>10} {:>11} {:>9} {:>7}  {:<22}  {}", "CPU%", "SAMPLES", "RUNS",
-                  "RUNS/s", "AVG ns", "ID", "OWNER", "BPF PROGRAM"),
+      fmt::format("{:>7} {:>8} {:>10} {:>11} {:>9} {}  {:<23}  {:<22}  {}", "CPU%", "SAMPLES",
+                  "RUNS", "RUNS/s", "AVG ns", ids_heading, "BPF PROGRAM", "OWNER", "ATTACH"),
       Line::Style::kHeading, w);
   size_t shown = 0;
   for (const ProgramRow& p : programs) {
@@ -66,10 +77,15 @@ std::vector<Line> format_screen(const Model& model, const ViewState& view,
           Line::Style::kNormal, w);
       break;
     }
+    const std::string ids = view.instances
+                                ? fmt::format("{:>7}", p.id)
+                                : fmt::format("{:>4} {:>12}", p.ids.size(),
+                                              report::id_list(p.ids, kIdsWidth));
     add(out,
-        fmt::format("{:>6.2f}% {:>8} {:>10} {:>11} {:>9} {:>7}  {:<22}  {}{}", p.cpu_percent,
+        fmt::format("{:>6.2f}% {:>8} {:>10} {:>11} {:>9} {}  {:<23}  {:<22}  {}", p.cpu_percent,
                     p.samples, count_or_dash(p.runs), real_or_dash(p.runs_per_s, 1),
-                    real_or_dash(p.avg_ns, 0), p.id, p.owner, p.name, p.gone ? "  [gone]" : ""),
+                    real_or_dash(p.avg_ns, 0), ids, p.gone ? p.name + "  [gone]" : p.name,
+                    p.owner, p.attach),
         p.gone ? Line::Style::kGone : Line::Style::kNormal, w);
     shown++;
   }

@@ -18,6 +18,7 @@ namespace bpfprof::top {
 struct ViewState {
   SortKey sort = SortKey::kCpu;
   bool bpf_only = false;  // symbol table: BPF code only
+  bool instances = false; // program table: a row per instance, not per code
 };
 
 // Facts about the session for the status line.
@@ -47,8 +48,10 @@ std::vector<Line> format_screen(const Model& model, const ViewState& view,
                                 const SessionInfo& info, const ScreenSize& size);
 
 // One refresh as one line of JSON (no newline): the interval's figures, every
-// program (sorted by CPU%) and the `symbol_rows` hottest leaf symbols.
-std::string format_json(const Model& model, const SessionInfo& info, size_t symbol_rows);
+// program (sorted by CPU%; instances of the same code together unless
+// `instances`) and the `symbol_rows` hottest leaf symbols.
+std::string format_json(const Model& model, const SessionInfo& info, size_t symbol_rows,
+                        bool instances);
 
 // The lines shown before the first refresh has data.
 std::vector<Line> format_waiting(const SessionInfo& info, double refresh_s);

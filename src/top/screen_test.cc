@@ -3,6 +3,7 @@
 #include "top/screen.h"
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 namespace bpfprof::top {
 namespace {
@@ -18,6 +19,8 @@ Model sample_model() {
   iv.runs = std::vector<RunReading>{{11, 2000, 2000000}, {13, 0, 0}};
   iv.symbols = {{"bpf_prog_aa_long_burner", "[bpf]", symbols::FrameKind::kBpf, 500},
                 {"do_idle", "[kernel.kallsyms]", symbols::FrameKind::kKernel, 300}};
+  iv.programs[0].attach_points = {"xdp/eth0"};
+  iv.programs[0].attach = "xdp/eth0";
   m.update(iv);
   return m;
 }
@@ -37,10 +40,13 @@ TEST(ScreenTest, ProgramTableThenSymbols) {
   EXPECT_EQ(lines[0].style, Line::Style::kTitle);
   EXPECT_NE(lines[0].text.find("bpfprof top  refresh 1"), std::string::npos) << lines[0].text;
   EXPECT_NE(text.find("BPF stats on"), std::string::npos);
-  const size_t programs = text.find("  OWNER                   BPF PROGRAM");
-  const size_t hot = text.find(" 50.00%      500       2000      2000.0      1000      11  "
-                               "agent[42]               long_burner");
-  const size_t gone = text.find("burner  [gone]");
+  const size_t programs = text.find(
+      "   CPU%  SAMPLES       RUNS      RUNS/s    AVG ns INST          IDS  BPF PROGRAM          "
+      "    OWNER                   ATTACH\n");
+  const size_t hot = text.find(
+      " 50.00%      500       2000      2000.0      1000    1           11  long_burner          "
+      "    agent[42]               xdp/eth0\n");
+  const size_t gone = text.find("    1           12  burner  [gone]           [unknown]               [unknown]\n");
   const size_t symbols = text.find("SYMBOL");
   EXPECT_NE(hot, std::string::npos) << text;
   EXPECT_NE(gone, std::string::npos) << text;
@@ -53,6 +59,44 @@ TEST(ScreenTest, ProgramTableThenSymbols) {
       EXPECT_EQ(l.style, Line::Style::kGone);
     }
   }
+}
+
+// A row per code by default (its instances and ids), a row per instance
+// with `instances` (the status line says so); JSON the same way, as
+// `report --format json` names the keys.
+TEST(ScreenTest, GroupedRowsOrOneRowPerInstance) {
+  Model m;
+  Interval iv;
+  iv.seconds = 1;
+  iv.samples = 100;
+  iv.programs = {{12, "burner", "aa", 10, false, "w[1]"},
+                 {14, "burner", "aa", 20, false, "w[1]"},
+                 {15, "burner", "aa", 5, false, "w[2]"}};
+  m.update(iv);
+  SessionInfo info{"cpu-clock", 999, 2, false, "", 0};
+  const std::string grouped = joined(format_screen(m, ViewState{}, info, ScreenSize{}));
+  EXPECT_NE(grouped.find(" 35.00%       35          -           -         -    3     12,14-15  "
+                         "burner                   w[1],w[2]               [unknown]\n"),
+            std::string::npos) << grouped;
+  ViewState each;
+  each.instances = true;
+  const std::string rows = joined(format_screen(m, each, info, ScreenSize{}));
+  EXPECT_NE(rows.find("sort CPU%  instances"), std::string::npos) << rows;
+  EXPECT_NE(rows.find("AVG ns      ID  BPF PROGRAM"), std::string::npos) << rows;
+  EXPECT_NE(rows.find(" 20.00%       20          -           -         -      14  burner "),
+            std::string::npos) << rows;
+
+  const auto j = nlohmann::json::parse(format_json(m, info, 20, false));
+  ASSERT_EQ(j["programs"].size(), 1u);
+  EXPECT_EQ(j["programs"][0]["instances"], 3);
+  EXPECT_EQ(j["programs"][0]["ids"], nlohmann::json::array({12, 14, 15}));
+  EXPECT_EQ(j["programs"][0]["owner"], "w[1],w[2]");
+  EXPECT_EQ(j["programs"][0]["attach"], "[unknown]");
+  EXPECT_FALSE(j["programs"][0].contains("id"));
+  const auto k = nlohmann::json::parse(format_json(m, info, 20, true));
+  ASSERT_EQ(k["programs"].size(), 3u);
+  EXPECT_EQ(k["programs"][0]["id"], 14);
+  EXPECT_FALSE(k["programs"][0].contains("ids"));
 }
 
 TEST(ScreenTest, BpfOnlyAndLimitsAndWidth) {

@@ -67,10 +67,11 @@ Status run_top(const TopOptions& o, std::FILE* out,
   Model model;
   model.set_baseline(session->baseline());
   ViewState state;
+  state.instances = o.instances;
   auto draw = [&] {
     if (o.json) {
       if (model.refreshes() == 0) return;
-      const std::string line = format_json(model, info, ScreenSize{}.symbol_rows) + "\n";
+      const std::string line = format_json(model, info, ScreenSize{}.symbol_rows, o.instances) + "\n";
       std::fwrite(line.data(), 1, line.size(), out);
       std::fflush(out);  // a reader sees each refresh whole, when it happens
       return;
@@ -94,6 +95,7 @@ Status run_top(const TopOptions& o, std::FILE* out,
         case Key::kQuit: quit = true; break;
         case Key::kSort: state.sort = next_sort_key(state.sort); redraw = true; break;
         case Key::kBpfOnly: state.bpf_only = !state.bpf_only; redraw = true; break;
+        case Key::kInstances: state.instances = !state.instances; redraw = true; break;
         case Key::kRedraw: redraw = true; break;
       }
     }

@@ -20,6 +20,7 @@ struct TopOptions {
   double refresh_s = 1.0;             // -d
   bool stdio = false;                 // plain periodic text instead of curses
   bool json = false;                  // one JSON object per refresh (a line) on `out`
+  bool instances = false;             // a program row per instance (key i toggles it)
   std::optional<uint64_t> refreshes;  // stop after this many (none: until q or a signal)
 };
 

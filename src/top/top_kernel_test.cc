@@ -1,12 +1,18 @@
 // SPDX-License-Identifier: Apache-2.0
 // Real kernel and real terminal: `bpfprof top` runs while the workload loads
 // a long-lived program and short-lived ones. --stdio prints a block per
-// refresh naming them, --format json an object per refresh; the curses screen, driven through a detached tmux
-// session of fixed size, shows them, reacts to keys, and on `q` or Ctrl-C
-// exits 0 with the terminal given back to the shell.
+// refresh naming them, --format json an object per refresh (the short-lived
+// instances of one code in one row); the curses screen, driven through a
+// detached tmux session of fixed size, shows them, reacts to keys, and on `q`
+// or Ctrl-C exits 0 with the terminal given back to the shell. With the
+// workload's programs attached for real, top names each attach point.
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <csignal>
+#include <fstream>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -14,6 +20,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "testing/cgroup2.h"
 #include "testing/subprocess.h"
 
 namespace bpfprof::testing {
@@ -84,6 +91,7 @@ TEST_F(TopKernelTest, JsonPrintsAnObjectPerRefresh) {
   std::istringstream in(top.out);
   uint64_t refreshes = 0;
   bool long_hot = false, short_seen = false;
+  size_t most_instances = 0;
   for (std::string line; std::getline(in, line);) {
     const auto j = nlohmann::json::parse(line, nullptr, false);
     ASSERT_TRUE(j.is_object()) << "not JSON: " << line;
@@ -92,6 +100,7 @@ TEST_F(TopKernelTest, JsonPrintsAnObjectPerRefresh) {
     EXPECT_TRUE(j.at("symbols").is_array());
     EXPECT_TRUE(j.at("run_stats").get<bool>()) << line;
     uint64_t program_samples = 0;
+    bool short_seen_now = false;
     for (const auto& p : j.at("programs")) {
       EXPECT_EQ(p.at("tag").get<std::string>().size(), 16u) << p;
       program_samples += p.at("samples").get<uint64_t>();
@@ -100,13 +109,80 @@ TEST_F(TopKernelTest, JsonPrintsAnObjectPerRefresh) {
         EXPECT_EQ(p.at("owner"), "bpfprof-workloa[" + std::to_string(workload.pid()) + "]") << p;
       }
       if (p.at("name") == "long_burner" && p.at("cpu_percent").get<double>() > 0) long_hot = true;
-      if (p.at("name") == "burner") short_seen = true;
+      // The short-lived programs are one code: one row holding every instance.
+      if (p.at("name") == "burner") {
+        EXPECT_FALSE(short_seen_now) << "two burner rows in one refresh: " << line;
+        short_seen = short_seen_now = true;
+        const auto ids = p.at("ids").get<std::vector<uint32_t>>();
+        EXPECT_EQ(p.at("instances").get<size_t>(), ids.size()) << p;
+        EXPECT_TRUE(std::is_sorted(ids.begin(), ids.end())) << p;
+        most_instances = std::max(most_instances, ids.size());
+      }
     }
     EXPECT_LE(program_samples, j.at("samples").get<uint64_t>()) << line;
   }
   EXPECT_EQ(refreshes, 3u) << top.out;
   EXPECT_TRUE(long_hot) << top.out;
   EXPECT_TRUE(short_seen) << top.out;
+  // 10 loaded one after the other over 2 s, shown gone for 3 refreshes.
+  EXPECT_GE(most_instances, 2u) << top.out;
+}
+
+// The attach column: the workload attaches a tracepoint, a raw tracepoint,
+// XDP on a veth in a namespace of its own and cgroup_skb/egress on the
+// test's cgroup before top starts; top names each point as the workload's
+// truth does, in the JSON lines and on the text screen.
+TEST_F(TopKernelTest, AttachColumnNamesWhereProgramsAreAttached) {
+  const std::string mount = cgroup2_mount();
+  if (mount.empty()) BPFPROF_KERNEL_SKIP("no cgroup v2 hierarchy mounted");
+  struct Cgroup {
+    std::string dir;
+    ~Cgroup() { ::rmdir(dir.c_str()); }
+  } cgroup{mount + "/bpfprof-top-attach-" + std::to_string(::getpid())};
+  ASSERT_EQ(::mkdir(cgroup.dir.c_str(), 0755), 0) << cgroup.dir;
+  TempDir dir;
+  const std::string truth_path = dir.file("truth.json");
+  Background workload({kBin + "/bpfprof-workload", "--attached", "--cgroup", cgroup.dir,
+                       "--truth", truth_path});
+  ASSERT_EQ(workload.wait_for_line("ready"), "ready");
+  const std::string holder = "[" + std::to_string(workload.pid()) + "]";
+  RunResult json = run({kBin + "/bpfprof", "top", "--format", "json", "-n", "1", "-d", "0.5"});
+  RunResult text = run({kBin + "/bpfprof", "top", "--stdio", "-n", "1", "-d", "0.5"});
+  ASSERT_EQ(workload.stop(SIGTERM), 0);
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+
+  std::ifstream in(truth_path);
+  const auto truth = nlohmann::json::parse(in, nullptr, false);
+  ASSERT_TRUE(truth.is_object()) << truth_path;
+  ASSERT_EQ(truth.at("programs").size(), 4u) << truth;
+  const auto j = nlohmann::json::parse(json.out, nullptr, false);
+  ASSERT_TRUE(j.is_object()) << json.out;
+  for (const auto& t : truth["programs"]) {
+    const std::string name = t.at("name"), point = t.at("attach").at(0);
+    const uint32_t id = t.at("id");
+    bool found = false;
+    for (const auto& p : j.at("programs")) {
+      const auto ids = p.at("ids").get<std::vector<uint32_t>>();
+      if (std::find(ids.begin(), ids.end(), id) == ids.end()) continue;
+      found = true;
+      EXPECT_EQ(p.at("name"), name) << p;
+      EXPECT_EQ(p.at("attach_points"), nlohmann::json::array({point})) << p;
+      EXPECT_EQ(p.at("attach"), point) << p;
+      // Loaded before top started: the process holding it (its comm changes).
+      EXPECT_TRUE(p.at("owner").get<std::string>().ends_with(holder)) << p;
+    }
+    EXPECT_TRUE(found) << name << " (id " << id << ") not in " << json.out;
+    // On the screen: its row ends with the point.
+    bool on_screen = false;
+    std::istringstream lines(text.out);
+    for (std::string line; std::getline(lines, line);) {
+      if (line.find("  " + name + " ") != std::string::npos && line.ends_with("  " + point)) {
+        on_screen = true;
+      }
+    }
+    EXPECT_TRUE(on_screen) << name << " " << point << "\n" << text.out;
+  }
 }
 
 // tmux on a private socket, one detached session of fixed size.
@@ -168,6 +244,10 @@ TEST_F(TopKernelTest, CursesScreenShowsProgramsAndQuitsOnQ) {
   t.keys("b");
   s = t.wait_for([](const std::string& s) { return s.find("BPF SYMBOL") != std::string::npos; }, 5);
   EXPECT_NE(s.find("BPF-only"), std::string::npos) << s;
+  EXPECT_NE(s.find("INST          IDS  BPF PROGRAM"), std::string::npos) << s;
+  t.keys("i");
+  s = t.wait_for([](const std::string& s) { return s.find("  instances") != std::string::npos; }, 5);
+  EXPECT_NE(s.find("AVG ns      ID  BPF PROGRAM"), std::string::npos) << s;
 
   t.keys("q");
   s = t.wait_for([](const std::string& s) { return s.find("EXIT=") != std::string::npos; }, 10);

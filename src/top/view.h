@@ -13,7 +13,7 @@
 
 namespace bpfprof::top {
 
-enum class Key { kQuit, kSort, kBpfOnly, kRedraw };
+enum class Key { kQuit, kSort, kBpfOnly, kInstances, kRedraw };
 
 class View {
  public:
