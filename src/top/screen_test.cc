@@ -8,14 +8,20 @@
 namespace bpfprof::top {
 namespace {
 
-Model sample_model() {
-  Model m;
+// One second with `samples` samples, these programs in it.
+Interval second(uint64_t samples, std::vector<ProgramSample> programs) {
   Interval iv;
   iv.seconds = 1;
-  iv.samples = 1000;
-  iv.programs = {{11, "long_burner", "aa", 500, false, "agent[42]"},
-                 {12, "burner", "bb", 100, true, "[unknown]"},
-                 {13, "other", "cc", 0, false, "[pinned]"}};
+  iv.samples = samples;
+  iv.programs = std::move(programs);
+  return iv;
+}
+
+Model sample_model() {
+  Model m;
+  Interval iv = second(1000, {{11, "long_burner", "aa", 500, false, "agent[42]"},
+                              {12, "burner", "bb", 100, true, "[unknown]"},
+                              {13, "other", "cc", 0, false, "[pinned]"}});
   iv.runs = std::vector<RunReading>{{11, 2000, 2000000}, {13, 0, 0}};
   iv.symbols = {{"bpf_prog_aa_long_burner", "[bpf]", symbols::FrameKind::kBpf, 500},
                 {"do_idle", "[kernel.kallsyms]", symbols::FrameKind::kKernel, 300}};
@@ -66,13 +72,9 @@ TEST(ScreenTest, ProgramTableThenSymbols) {
 // `report --format json` names the keys.
 TEST(ScreenTest, GroupedRowsOrOneRowPerInstance) {
   Model m;
-  Interval iv;
-  iv.seconds = 1;
-  iv.samples = 100;
-  iv.programs = {{12, "burner", "aa", 10, false, "w[1]"},
-                 {14, "burner", "aa", 20, false, "w[1]"},
-                 {15, "burner", "aa", 5, false, "w[2]"}};
-  m.update(iv);
+  m.update(second(100, {{12, "burner", "aa", 10, false, "w[1]"},
+                        {14, "burner", "aa", 20, false, "w[1]"},
+                        {15, "burner", "aa", 5, false, "w[2]"}}));
   SessionInfo info{"cpu-clock", 999, 2, false, "", 0};
   const std::string grouped = joined(format_screen(m, ViewState{}, info, ScreenSize{}));
   EXPECT_NE(grouped.find(" 35.00%       35          -           -         -    3     12,14-15  "
