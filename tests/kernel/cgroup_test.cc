@@ -6,6 +6,7 @@
 // label each pprof sample with it, and Linux perf must read it (`perf report
 // --sort cgroup`, `perf script`; perf 6.1's script has no cgroup field).
 // Ground truth (pids, cgroup ids) is what the workload script writes.
+// `script --format json` names the cgroup (and owner, attach) of BPF leaves.
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -186,6 +187,42 @@ TEST(CgroupKernelTest, RecordsWhichCgroupPaidAndPerfReadsIt) {
   ASSERT_EQ(perf_script.exit_code, 0) << perf_script.err;
   EXPECT_NE(perf_script.out.find(" " + std::to_string(pid_a) + " \n"), std::string::npos)
       << perf_script.out.substr(0, 2000);
+}
+
+// script --format json: a BPF leaf sample names its program's owner and
+// attach point and the cgroup of the task it interrupted. The workload,
+// moved into the test's cgroup, test-runs its long-lived program for 1 s.
+TEST(CgroupKernelTest, ScriptJsonNamesOwnerAttachAndCgroupOfBpfLeaves) {
+  const std::string mount = cgroup2_mount();
+  if (mount.empty()) BPFPROF_KERNEL_SKIP("no cgroup v2 hierarchy mounted");
+  if (::geteuid() != 0) BPFPROF_KERNEL_SKIP("creating cgroups needs root");
+  if (std::string why = bpf_refusal(kBin); !why.empty()) BPFPROF_KERNEL_SKIP(why);
+  TempDir dir;
+  const std::string name = "bpfprof-test-script-" + std::to_string(::getpid());
+  CgroupDirs cleanup;
+  ASSERT_EQ(::mkdir((mount + "/" + name).c_str(), 0755), 0) << name;
+  cleanup.dirs.push_back(mount + "/" + name);
+  const std::string data = dir.file("script.data");
+  RunResult rec = run({kBin + "/bpfprof", "record", "-a", "--cgroup", "-F", "999", "-q", "-o", data,
+                       "--", "sh", "-c",
+                       "echo $$ > \"$1/cgroup.procs\" && exec \"$2\" --long-lived 1s --programs 2 --quiet",
+                       "sh", mount + "/" + name, kBin + "/bpfprof-workload"});
+  ASSERT_EQ(rec.exit_code, 0) << rec.err;
+  RunResult script = run({kBin + "/bpfprof", "script", "-q", "-i", data, "--format", "json"});
+  ASSERT_EQ(script.exit_code, 0) << script.err;
+  size_t burner = 0;
+  std::istringstream lines(script.out);
+  for (std::string line; std::getline(lines, line);) {
+    const auto s = nlohmann::json::parse(line, nullptr, false);
+    ASSERT_TRUE(s.is_object()) << line;
+    if (!s.contains("bpf_prog") || s["bpf_prog"] != "long_burner") continue;
+    burner++;
+    // Loaded and run by the workload itself, in the test's cgroup.
+    EXPECT_EQ(s.at("owner"), "bpfprof-workloa[" + std::to_string(s.at("pid").get<int>()) + "]") << line;
+    EXPECT_FALSE(s.at("attach").get<std::string>().empty()) << line;
+    EXPECT_EQ(s.at("cgroup"), "/" + name) << line;
+  }
+  EXPECT_GT(burner, 0u) << "no sample in long_burner";
 }
 
 }  // namespace
