@@ -220,13 +220,15 @@ TEST(ModelTest, InstancesOfTheSameCodeShareARow) {
   iv.programs = {prog(12, "burner", 0, true), prog(14, "burner", 0, true), prog(15, "burner", 4)};
   iv.runs.reset();
   m.update(iv);
-  const ProgramRow* burner = find(m.programs(SortKey::kCpu), 12);
+  std::vector<ProgramRow> later = m.programs(SortKey::kCpu);  // find() points into it
+  const ProgramRow* burner = find(later, 12);
   ASSERT_NE(burner, nullptr);
   EXPECT_EQ(burner->ids.size(), 3u);
   EXPECT_FALSE(burner->gone);
   iv.programs = {prog(15, "burner", 0, true)};
   m.update(iv);
-  burner = find(m.programs(SortKey::kCpu), 12);
+  later = m.programs(SortKey::kCpu);
+  burner = find(later, 12);
   ASSERT_NE(burner, nullptr);
   EXPECT_TRUE(burner->gone);
   EXPECT_EQ(burner->gone_refreshes, 0u);  // the last one just went
