@@ -19,7 +19,7 @@ bool WorkloadRecording::record_workload(const std::string& bin_dir, const Worklo
   if (with_truth) truth = dir.file("truth.json");
   if (!bpf_allowed(bin_dir)) return false;
 
-  std::vector<std::string> argv = {bin_dir + "/bpfprof", "record"};
+  std::vector<std::string> argv = {what.perf_record ? "perf" : bin_dir + "/bpfprof", "record"};
   argv.insert(argv.end(), what.record_flags.begin(), what.record_flags.end());
   argv.insert(argv.end(), {"-o", data, "--", bin_dir + "/bpfprof-workload"});
   argv.insert(argv.end(), what.workload_args.begin(), what.workload_args.end());

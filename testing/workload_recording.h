@@ -17,10 +17,12 @@
 
 namespace bpfprof::testing {
 
-// What is recorded: `bpfprof record <record_flags> -o <dir>/<data_name> --
-// bpfprof-workload <workload_args> [--truth <dir>/truth.json] --quiet`.
+// What is recorded: `<recorder> record <record_flags> -o <dir>/<data_name> --
+// bpfprof-workload <workload_args> [--truth <dir>/truth.json] --quiet`, the
+// recorder being bpfprof, or Linux perf where `perf_record` is set.
 struct WorkloadRun {
   std::vector<std::string> record_flags = {"-a", "-g", "-F", "999", "-q"};
+  bool perf_record = false;
   std::vector<std::string> workload_args;
   std::string data_name = "rec.data";
   bool truth = true;  // the workload writes its ground truth
@@ -30,7 +32,7 @@ struct WorkloadRun {
 struct WorkloadRecording {
   TempDir dir;
   std::string data, truth;  // the perf.data file; the truth file ("" if not asked for)
-  RunResult record;         // what `bpfprof record` said
+  RunResult record;         // what the recorder said
   std::string skip_reason;  // why this machine cannot record ("" if it can)
   bool with_truth = true;              // WorkloadRun::truth, as recorded
   nlohmann::json truth_json;           // the truth file as written
@@ -57,12 +59,13 @@ struct WorkloadRecording {
   bool bpf_checked_ = false;
 };
 
-// The gtest fixture of a suite over one recording. `Suite` derives from
-// WorkloadRecordingTest<Suite, State>; State is WorkloadRecording or a struct
-// derived from it that keeps what the suite reads back. Suite::SetUpTestSuite
-// sets `g = new State` and calls g->record_workload(); each test then skips
-// (printed reason) where it could not record, and fails where the workload
-// wrote no truth.
+// The gtest fixture of a suite over one recording, or over several. `Suite`
+// derives from WorkloadRecordingTest<Suite, State>; State is WorkloadRecording
+// or a struct derived from it that keeps what the suite reads back, or a
+// struct with an array `runs` of those. Suite::SetUpTestSuite sets
+// `g = new State` and calls record_workload() on each recording; each test
+// then skips (printed reason) where one could not record, and fails where a
+// workload wrote no truth.
 template <typename Suite, typename State = WorkloadRecording>
 class WorkloadRecordingTest : public ::testing::Test {
  protected:
@@ -72,13 +75,25 @@ class WorkloadRecordingTest : public ::testing::Test {
   }
   void SetUp() override {
     ASSERT_NE(g, nullptr);
-    if (!g->skip_reason.empty()) BPFPROF_KERNEL_SKIP(g->skip_reason);
-    if (g->with_truth) {
-      ASSERT_FALSE(g->programs.empty()) << "no workload truth; record stderr: " << g->record.err;
+    if constexpr (requires { g->runs; }) {
+      for (const WorkloadRecording& r : g->runs) {
+        check_recorded(r);
+        if (IsSkipped() || HasFatalFailure()) return;
+      }
+    } else {
+      check_recorded(*g);
     }
   }
 
   static inline State* g = nullptr;
+
+ private:
+  static void check_recorded(const WorkloadRecording& r) {
+    if (!r.skip_reason.empty()) BPFPROF_KERNEL_SKIP(r.skip_reason);
+    if (r.with_truth) {
+      ASSERT_FALSE(r.programs.empty()) << "no workload truth; record stderr: " << r.record.err;
+    }
+  }
 };
 
 }  // namespace bpfprof::testing

@@ -19,6 +19,7 @@
 #include "export/pprof.h"
 #include "proto/profile.pb.h"
 #include "testing/subprocess.h"
+#include "testing/workload_recording.h"
 
 namespace bpfprof::testing {
 namespace {
@@ -28,34 +29,19 @@ using nlohmann::json;
 
 const std::string kBin = BPFPROF_BIN_DIR;
 
-struct Recorded {
-  std::string data;
-  json truth, report;
-  const json* long_lived = nullptr;
+// One recording and its JSON report.
+struct Recorded : WorkloadRecording {
+  json report;
 };
 
 struct Fixture {
-  TempDir dir;
   Recorded runs[2];  // the long-lived program outlives the others by 1 s, then by 2 s
-  std::string skip_reason;
+  TempDir dir;       // what the tests write
 };
-Fixture* g = nullptr;
-
-json read_json(const std::string& path) {
-  std::ifstream in(path);
-  return json::parse(in, nullptr, false);
-}
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 pb::Profile decode_file(const std::string& path) {
   pb::Profile p;
-  auto raw = exporter::gzip_decompress(read_file(path));
+  auto raw = exporter::gzip_decompress(read_file_text(path));
   EXPECT_TRUE(raw.ok()) << path << ": " << raw.error().to_string();
   if (raw.ok()) {
     EXPECT_TRUE(p.ParseFromString(*raw)) << path;
@@ -93,44 +79,30 @@ std::map<std::string, int64_t> by_short_name(const std::map<std::string, int64_t
   return out;
 }
 
-class PprofKernelTest : public ::testing::Test {
+class PprofKernelTest : public WorkloadRecordingTest<PprofKernelTest, Fixture> {
  protected:
   static void SetUpTestSuite() {
     g = new Fixture;
-    g->skip_reason = bpf_refusal(kBin);
-    if (!g->skip_reason.empty()) return;
     const char* long_lived[] = {"1s", "2s"};
     for (int i = 0; i < 2; i++) {
       Recorded& r = g->runs[i];
-      r.data = g->dir.file("rec" + std::to_string(i) + ".data");
-      const std::string truth = g->dir.file("truth" + std::to_string(i) + ".json");
-      RunResult rec = run({kBin + "/bpfprof", "record", "-a", "-g", "-F", "999", "-q", "-o", r.data,
-                           "--", kBin + "/bpfprof-workload", "--programs", "4", "--lifetime",
-                           "50ms", "--long-lived", long_lived[i], "--truth", truth, "--quiet"});
-      if (rec.exit_code == 2 && rec.err.find("ermission") != std::string::npos) {
-        g->skip_reason = "recording refused: " + rec.err;
-        return;
-      }
-      ASSERT_EQ(rec.exit_code, 0) << rec.err;
-      r.truth = read_json(truth);
+      WorkloadRun what;
+      what.workload_args = {"--programs", "4", "--lifetime", "50ms", "--long-lived",
+                            long_lived[i]};
+      if (!r.record_workload(kBin, what)) return;
       RunResult rep = run({kBin + "/bpfprof", "report", "--format", "json", "-i", r.data});
       ASSERT_EQ(rep.exit_code, 0) << rep.err;
       r.report = json::parse(rep.out);
-      for (const auto& p : r.truth["programs"]) {
-        if (p["kind"] == "long-lived") r.long_lived = &p;
-      }
     }
   }
-  static void TearDownTestSuite() {
-    delete g;
-    g = nullptr;
-  }
   void SetUp() override {
-    ASSERT_NE(g, nullptr);
-    if (!g->skip_reason.empty()) BPFPROF_KERNEL_SKIP(g->skip_reason);
-    for (const Recorded& r : g->runs) ASSERT_NE(r.long_lived, nullptr) << r.truth.dump();
+    WorkloadRecordingTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
+    for (const Recorded& r : g->runs) {
+      ASSERT_FALSE(r.long_lived().is_null()) << r.truth_json.dump();
+    }
   }
-  static const json& truth0() { return *g->runs[0].long_lived; }
+  static const json& truth0() { return g->runs[0].long_lived(); }
   static std::string burner_ksym() { return truth0()["functions"][0]["ksym"]; }
 
   // `go tool pprof` without network or the user's caches; empty if go is missing.
@@ -289,8 +261,8 @@ TEST_F(PprofKernelTest, ExportCommandWritesPprof) {
 }
 
 TEST_F(PprofKernelTest, MergeKeysProgramsByTagAndName) {
-  const json& t0 = *g->runs[0].long_lived;
-  const json& t1 = *g->runs[1].long_lived;
+  const json& t0 = g->runs[0].long_lived();
+  const json& t1 = g->runs[1].long_lived();
   ASSERT_NE(t0["id"], t1["id"]);  // two loads, two ids
   ASSERT_EQ(t0["tag"], t1["tag"]);
   const std::string out = g->dir.file("merged.pb.gz");
@@ -313,7 +285,7 @@ TEST_F(PprofKernelTest, MergeKeysProgramsByTagAndName) {
   m = run({kBin + "/bpfprof", "merge", "--format", "folded", "-o", folded, g->runs[0].data,
            g->runs[1].data});
   ASSERT_EQ(m.exit_code, 0) << m.err;
-  std::istringstream lines(read_file(folded));
+  std::istringstream lines(read_file_text(folded));
   std::string line;
   int64_t folded_total = 0;
   int64_t burner = 0;

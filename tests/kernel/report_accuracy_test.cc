@@ -15,70 +15,48 @@
 
 #include "testing/subprocess.h"
 #include "testing/recording.h"
+#include "testing/workload_recording.h"
 
 namespace bpfprof::testing {
 namespace {
 
 const std::string kBin = BPFPROF_BIN_DIR;
 
-std::vector<std::string> workload_args(const std::string& truth) {
-  return {kBin + "/bpfprof-workload", "--programs", "60", "--lifetime", "2ms,5ms,20ms,60ms",
-          "--subprog-programs", "6", "--long-lived", "500ms", "--threads", "2", "--truth", truth,
-          "--quiet"};
-}
-
-struct Case {
-  std::string data, truth;
-  RunResult record, script, report;
-  std::vector<TruthProgram> programs;
+// One recording, by bpfprof or by perf, and what bpfprof reads back from it.
+struct Case : WorkloadRecording {
+  RunResult script, report;
 };
 
 struct Fixture {
-  TempDir dir;
-  std::string skip_reason;
-  Case ours, perfs;
+  Case runs[2];  // recorded by bpfprof, then by Linux perf
 };
-Fixture* g = nullptr;
 
-void record_case(Case& c, const std::vector<std::string>& recorder) {
-  std::vector<std::string> argv = recorder;
-  auto wl = workload_args(c.truth);
-  argv.insert(argv.end(), wl.begin(), wl.end());
-  c.record = run(argv);
-  ASSERT_EQ(c.record.exit_code, 0) << c.record.err;
-  c.programs = read_truth(c.truth);
-  c.script = run({kBin + "/bpfprof", "script", "-i", c.data, "--format", "json"});
-  ASSERT_EQ(c.script.exit_code, 0) << c.script.err;
-  c.report =
-      run({kBin + "/bpfprof", "report", "--instances", "-i", c.data, "--format", "json"});
-  ASSERT_EQ(c.report.exit_code, 0) << c.report.err;
-}
-
-class ReportAccuracyTest : public ::testing::TestWithParam<bool> {
+class ReportAccuracyTest : public WorkloadRecordingTest<ReportAccuracyTest, Fixture>,
+                           public ::testing::WithParamInterface<bool> {
  protected:
   static void SetUpTestSuite() {
     g = new Fixture;
-    g->skip_reason = bpf_refusal(kBin);
-    if (!g->skip_reason.empty()) return;
-    g->ours.data = g->dir.file("ours.data");
-    g->ours.truth = g->dir.file("ours.json");
-    record_case(g->ours, {kBin + "/bpfprof", "record", "-a", "-g", "-F", "4999", "-q", "-o",
-                          g->ours.data, "--"});
-    g->perfs.data = g->dir.file("perf.data");
-    g->perfs.truth = g->dir.file("perf.json");
-    record_case(g->perfs, {"perf", "record", "-q", "-a", "-g", "-F", "4999", "-e", "cpu-clock",
-                           "-k", "CLOCK_MONOTONIC", "-o", g->perfs.data, "--"});
+    for (bool perf : {false, true}) {
+      Case& c = g->runs[perf];
+      WorkloadRun what;
+      what.perf_record = perf;
+      what.record_flags = {"-q", "-a", "-g", "-F", "4999"};
+      // perf records CLOCK_MONOTONIC times too, so the truth's times apply.
+      if (perf) {
+        what.record_flags.insert(what.record_flags.end(),
+                                 {"-e", "cpu-clock", "-k", "CLOCK_MONOTONIC"});
+      }
+      what.workload_args = {"--programs", "60", "--lifetime", "2ms,5ms,20ms,60ms",
+                            "--subprog-programs", "6", "--long-lived", "500ms", "--threads", "2"};
+      if (!c.record_workload(kBin, what)) return;
+      c.script = run({kBin + "/bpfprof", "script", "-i", c.data, "--format", "json"});
+      ASSERT_EQ(c.script.exit_code, 0) << c.script.err;
+      c.report =
+          run({kBin + "/bpfprof", "report", "--instances", "-i", c.data, "--format", "json"});
+      ASSERT_EQ(c.report.exit_code, 0) << c.report.err;
+    }
   }
-  static void TearDownTestSuite() {
-    delete g;
-    g = nullptr;
-  }
-  void SetUp() override {
-    ASSERT_NE(g, nullptr);
-    if (!g->skip_reason.empty()) BPFPROF_KERNEL_SKIP(g->skip_reason);
-    ASSERT_FALSE(c().programs.empty()) << c().record.err;
-  }
-  static Case& c() { return GetParam() ? g->perfs : g->ours; }
+  static Case& c() { return g->runs[GetParam()]; }
 };
 
 struct Sample {
