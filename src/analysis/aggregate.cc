@@ -116,6 +116,7 @@ struct Worker {
   std::unordered_map<StackKey, Counts*, StackKeyHash> stack_slots;
   uint64_t cgroup_unknown = 0;
   uint64_t owner_unknown = 0;  // programs (after the merge)
+  uint64_t owner_cgroup_unknown = 0;  // programs (after the merge)
   uint64_t attach_unknown = 0;  // programs (after the merge)
   std::unordered_map<uint64_t, std::string> unnamed_cgroups;  // id -> "[cgroup id N]"
 };
@@ -224,6 +225,7 @@ void add_counters(const Session& session, const Worker& merged, profile::Profile
   all[Diag::kSampleChunksUnreadable] += merged.chunks_unreadable;
   all[Diag::kCgroupUnknown] += merged.cgroup_unknown;
   all[Diag::kBpfOwnerUnknown] += merged.owner_unknown;
+  all[Diag::kBpfOwnerCgroupUnknown] += merged.owner_cgroup_unknown;
   all[Diag::kBpfAttachUnknown] += merged.attach_unknown;
   for (size_t i = 1; i < kUnknownReasons; i++) {
     all[symbols::unknown_frames_diag(static_cast<symbols::Unknown>(i))] += merged.unknown_frames[i];
@@ -236,6 +238,23 @@ void add_counters(const Session& session, const Worker& merged, profile::Profile
 void set_owner(const symbols::Symbolizer& sym, const perfdata::Features& features,
                const symbols::BpfProgram& prog, ProgramRow& row) {
   row.owner = program_owner(sym, features, prog, &row.owner_pids);
+  row.owner_cgroup = program_owner_cgroup(sym, features, prog);
+}
+
+// Appends `item` to the comma-separated `list` unless it is in it already.
+void add_distinct(std::string& list, std::string_view item) {
+  for (size_t at = 0; at <= list.size();) {
+    const size_t comma = std::min(list.find(',', at), list.size());
+    if (std::string_view(list).substr(at, comma - at) == item) return;
+    at = comma + 1;
+  }
+  if (!list.empty()) list += ',';
+  list += item;
+}
+
+// The path of cgroup `id` as the recording names it; empty if it does not.
+std::string_view cgroup_name(const symbols::Symbolizer& sym, uint64_t id) {
+  return id == 0 ? std::string_view() : sym.cgroup_path(id);
 }
 
 std::vector<ProgramRow> program_table(const symbols::Symbolizer& sym,
@@ -266,6 +285,30 @@ std::string program_owner(const symbols::Symbolizer& sym, const perfdata::Featur
   }
   if (!owner.empty()) return owner;
   return pinned ? "[pinned]" : "[unknown]";
+}
+
+std::string program_owner_cgroup(const symbols::Symbolizer& sym,
+                                 const perfdata::Features& features,
+                                 const symbols::BpfProgram& prog) {
+  constexpr std::string_view kUnknown = "[unknown]";
+  if (!features.owners) return std::string(kUnknown);
+  if (prog.loader_pid != 0) {
+    for (const perfdata::ProgramLoader& l : features.owners->loaders) {
+      if (l.prog_id != prog.id) continue;
+      std::string_view path = cgroup_name(sym, l.cgroup_id);
+      return std::string(path.empty() ? kUnknown : path);
+    }
+    return std::string(kUnknown);
+  }
+  if (prog.load_time != 0) return std::string(kUnknown);
+  std::string paths;
+  for (const perfdata::ProgramHolder& h : features.owners->holders) {
+    if (h.prog_id != prog.id || h.pid == 0) continue;
+    std::string_view path = cgroup_name(sym, h.cgroup_id);
+    if (path.empty()) path = kUnknown;
+    add_distinct(paths, path);
+  }
+  return paths.empty() ? std::string(kUnknown) : paths;
 }
 
 AttachIndex attach_index(const perfdata::Features& features) {
@@ -353,6 +396,7 @@ std::vector<OwnerCost> cost_by_owner(const ReportData& data) {
     if (p.samples == 0) continue;
     OwnerCost& c = by[p.owner];
     c.owner = p.owner;
+    add_distinct(c.cgroups, p.owner_cgroup);
     c.samples += p.samples;
     c.programs++;
   }
@@ -439,6 +483,8 @@ ReportData aggregate(const Session& session, const AggregateOptions& options) {
       program_table(session.symbolizer(), session.reader().features(), data.profile);
   for (const ProgramRow& p : data.programs) {
     first.owner_unknown += p.owner == "[unknown]";
+    // A process named as owner, its cgroup not.
+    first.owner_cgroup_unknown += !p.owner_pids.empty() && p.owner_cgroup.find("[unknown]") != std::string::npos;
     first.attach_unknown += p.attach_points.empty();
   }
   add_counters(session, first, data.profile);

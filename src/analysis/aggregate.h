@@ -31,6 +31,14 @@ ReportData aggregate(const Session& session, const AggregateOptions& options);
 std::string program_owner(const symbols::Symbolizer& sym, const perfdata::Features& features,
                           const symbols::BpfProgram& prog, std::vector<uint32_t>* pids = nullptr);
 
+// The cgroup of `prog`'s owner (ProgramRow::owner_cgroup): the path a CGROUP
+// record of the recording gives the cgroup section 253 names for its loader
+// (read by the in-kernel capture at the load) or for its holders at start
+// (distinct paths comma-separated); "[unknown]" where the file does not say.
+std::string program_owner_cgroup(const symbols::Symbolizer& sym,
+                                 const perfdata::Features& features,
+                                 const symbols::BpfProgram& prog);
+
 // Where each program was attached (section 254): program id -> its points,
 // sorted, each once. Built once per report (or per script worker).
 using AttachIndex = std::unordered_map<uint32_t, std::vector<std::string>>;

@@ -59,6 +59,10 @@ struct ProgramRow {
   // BPF filesystem held it; `[unknown]` when the recording does not say.
   std::string owner = "[unknown]";
   std::vector<uint32_t> owner_pids;  // the pids named in `owner`
+  // The owner's cgroup: the loader's when it loaded the program, the
+  // holders' at start (comma-separated), as the recording's CGROUP records
+  // name it; `[unknown]` when the recording does not tell.
+  std::string owner_cgroup = "[unknown]";
   // Where it was attached, as a user writes it (section 254): every point
   // the recording lists for it; `attach` joins them with ", ", or says
   // `[none known]` (the file has the section, it names none for this
@@ -110,6 +114,7 @@ std::vector<std::string> program_attach_points(const ReportData& data);
 // BPF leaf samples per owner, most first (ties by name): the header line.
 struct OwnerCost {
   std::string owner;
+  std::string cgroups;  // the owner's programs' owner_cgroup, distinct ones comma-separated
   uint64_t samples = 0;
   size_t programs = 0;  // instances with samples
 };

@@ -47,6 +47,8 @@
     "samples whose leaf is in a BPF address range where nothing was loaded at that time")         \
   X(kBpfOwnerUnknown, "bpf_owner_unknown", kUnnamed, kNonZero,                                    \
     "BPF programs whose owner the recording does not tell (loaded before recording with no holder found, or in a file without section 253)") \
+  X(kBpfOwnerCgroupUnknown, "bpf_owner_cgroup_unknown", kUnnamed, kNonZero,                      \
+    "BPF programs whose owner is a process but whose owner's cgroup the recording does not tell (loaded without the in-kernel capture, or no CGROUP record names it)") \
   X(kBpfAttachUnknown, "bpf_attach_unknown", kUnnamed, kNonZero,                                 \
     "BPF programs whose attach point the recording does not tell ([none known]: none listed at start or end nor captured; [unknown]: a file without section 254)") \
   X(kCgroupUnknown, "cgroup_unknown", kUnnamed, kNonZero,                                          \

@@ -291,6 +291,7 @@ Status FileReader::take_in_stream_features() {
   std::vector<bpf::ProgInfo> infos;
   std::vector<bpf::BtfBlob> btfs;
   std::optional<AttachSection> attach;
+  std::optional<OwnersSection> owners;
   for (InStreamCollector::Blob& b : collector.blobs()) {
     set_feature_bit(features_bitmap_, b.feat);
     features_in_stream_ = true;
@@ -308,9 +309,18 @@ Status FileReader::take_in_stream_features() {
       if (!attach) attach.emplace();
       for (AttachEntry& e : features_.attach->entries) attach->entries.push_back(std::move(e));
       features_.attach.reset();
+    } else if (b.feat == kFeatBpfprofOwners && features_.owners) {
+      // The holders at start, then the loaders' cgroups as they are learned.
+      if (!owners) owners.emplace();
+      OwnersSection& o = *features_.owners;
+      owners->scanned.insert(owners->scanned.end(), o.scanned.begin(), o.scanned.end());
+      owners->holders.insert(owners->holders.end(), o.holders.begin(), o.holders.end());
+      owners->loaders.insert(owners->loaders.end(), o.loaders.begin(), o.loaders.end());
+      features_.owners.reset();
     }
   }
   if (attach) features_.attach = std::move(attach);
+  if (owners) features_.owners = std::move(owners);
   // Keyed by id, the first entry wins (as in the sections).
   std::set<uint32_t> seen;
   for (bpf::ProgInfo& p : infos) {

@@ -77,6 +77,10 @@ class Capture {
   }
   // Programs run through BPF_PROG_TEST_RUN: id -> first run seen.
   const std::map<uint32_t, uint64_t>& test_runs() const { return records_.test_runs(); }
+  // (program id, loader's cgroup id) seen since the last call.
+  void take_loader_cgroups(std::vector<std::pair<uint32_t, uint64_t>>& out) {
+    records_.take_loader_cgroups(out);
+  }
   // Readable when the capture wants a drain now: a program did not fit, or
   // the ring is half full. Nothing else wakes it. -1 after stop().
   int wake_fd() const;

@@ -63,6 +63,10 @@ class CaptureEnricher {
   uint64_t links_lost() const { return namer_ ? namer_->lost() : 0; }
   // Programs run through BPF_PROG_TEST_RUN during the recording: id -> first run.
   const std::map<uint32_t, uint64_t>& test_runs() const { return capture_->test_runs(); }
+  // (program id, cgroup v2 id of its loader) read at the loads since the last call.
+  void take_loader_cgroups(std::vector<std::pair<uint32_t, uint64_t>>& out) {
+    capture_->take_loader_cgroups(out);
+  }
 
   // After stop(): what was collected.
   const EnrichmentStats& stats() const { return stats_; }

@@ -125,10 +125,15 @@ void CaptureAssembler::add(std::span<const std::byte> rec) {
       add_chunk(c, rec.subspan(sizeof c, c.len));
       return;
     }
-    case CAPTURE_MISSED:
+    case CAPTURE_MISSED: {
       missed_++;
       if (!captured_.count(h.id)) incomplete_.insert(h.id);
+      capture_missed m{};
+      if (read_pod(rec, m) && m.cgroup_id && loader_seen_.insert(h.id).second) {
+        loader_cgroups_.emplace_back(h.id, m.cgroup_id);
+      }
       return;
+    }
     case CAPTURE_PROG: {
       capture_prog p{};
       if (!read_pod(rec, p)) break;
@@ -189,6 +194,9 @@ void CaptureAssembler::add_prog(const capture_prog& p) {
     bad_records_++;
     return;
   }
+  if (p.cgroup_id && loader_seen_.insert(p.hdr.id).second) {
+    loader_cgroups_.emplace_back(p.hdr.id, p.cgroup_id);
+  }
   auto arrived = [](const Pieces& a, uint64_t size) { return !a.gap && a.data.size() == size; };
   bool whole = !(p.flags & CAPTURE_INCOMPLETE) && part.funcs.size() == p.nr_funcs;
   for (int a = 0; a < CAPTURE_BTF; a++) whole = whole && arrived(part.arrays[a], p.sent[a]);
@@ -215,6 +223,11 @@ void CaptureAssembler::take_links(std::vector<CapturedLink>& links,
   links_.clear();
   missed_link_ids.insert(missed_link_ids.end(), missed_links_.begin(), missed_links_.end());
   missed_links_.clear();
+}
+
+void CaptureAssembler::take_loader_cgroups(std::vector<std::pair<uint32_t, uint64_t>>& out) {
+  out.insert(out.end(), loader_cgroups_.begin(), loader_cgroups_.end());
+  loader_cgroups_.clear();
 }
 
 void CaptureAssembler::finish() {

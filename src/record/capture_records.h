@@ -12,6 +12,7 @@
 #include <set>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "bpf/prog_info.h"
@@ -66,6 +67,10 @@ class CaptureAssembler {
   void take_links(std::vector<CapturedLink>& links, std::vector<uint32_t>& missed_link_ids);
   // Programs run through BPF_PROG_TEST_RUN: id -> time of the first run seen.
   const std::map<uint32_t, uint64_t>& test_runs() const { return test_runs_; }
+  // The loading task's cgroup v2 id of every program whose CAPTURE_PROG or
+  // CAPTURE_MISSED arrived since the last call (captured whole or not),
+  // each program once: (program id, cgroup id), in arrival order.
+  void take_loader_cgroups(std::vector<std::pair<uint32_t, uint64_t>>& out);
 
  // One array as its pieces arrived; `gap`: a piece came out of order.
   struct Pieces {
@@ -94,6 +99,8 @@ class CaptureAssembler {
   std::vector<CapturedLink> links_;
   std::vector<uint32_t> missed_links_;
   std::map<uint32_t, uint64_t> test_runs_;
+  std::set<uint32_t> loader_seen_;
+  std::vector<std::pair<uint32_t, uint64_t>> loader_cgroups_;
 };
 
 }  // namespace bpfprof::record

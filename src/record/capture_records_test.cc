@@ -3,6 +3,7 @@
 // BTF, and what leaves a program incomplete (to be enriched by id).
 #include "record/capture_records.h"
 
+#include <cstddef>
 #include <cstring>
 #include <map>
 #include <set>
@@ -75,6 +76,29 @@ TEST(CaptureAssemblerTest, ABtfSendThatFailedPartWayDoesNotSpoilTheNextOne) {
   EXPECT_TRUE(a.captured(9));
   ASSERT_EQ(a.btfs().count(3), 1u);
   EXPECT_EQ(a.btfs().at(3).data.size(), 40u);
+}
+
+// The loader's cgroup comes with CAPTURE_PROG, whole or not, and with
+// CAPTURE_MISSED: each program once, in arrival order.
+TEST(CaptureAssemblerTest, TheLoadersCgroupOfEveryLoadSeen) {
+  auto with_cgroup = [](std::vector<CaptureRecord> records, uint64_t cgroup) {
+    std::memcpy(records.back().data() + offsetof(capture_prog, cgroup_id), &cgroup, sizeof cgroup);
+    return records;
+  };
+  CaptureAssembler a;
+  add_all(a, with_cgroup(capture_program(7, 0), 1234));
+  add_all(a, with_cgroup(capture_program(8, 0, CAPTURE_INCOMPLETE), 99));
+  a.add(capture_pod(capture_missed{{CAPTURE_MISSED, 8}, 99}));
+  a.add(capture_pod(capture_missed{{CAPTURE_MISSED, 9}, 55}));  // its CAPTURE_PROG lost
+  a.add(capture_pod(capture_header{CAPTURE_MISSED, 10}));       // no cgroup in it
+  std::vector<std::pair<uint32_t, uint64_t>> got;
+  a.take_loader_cgroups(got);
+  EXPECT_EQ(got, (std::vector<std::pair<uint32_t, uint64_t>>{{7, 1234}, {8, 99}, {9, 55}}));
+  EXPECT_TRUE(a.captured(7));
+  EXPECT_EQ(a.incomplete(), (std::set<uint32_t>{8, 9, 10}));
+  got.clear();
+  a.take_loader_cgroups(got);
+  EXPECT_TRUE(got.empty());
 }
 
 TEST(CaptureAssemblerTest, WhatDoesNotParseIsCountedAndAMissingLastRecordIsIncomplete) {

@@ -44,6 +44,16 @@ std::string comm_of(const std::string& proc, const std::string& pid) {
   return c;
 }
 
+// The cgroup v2 id of process `pid` now; 0 when unknown.
+uint64_t cgroup_of(const std::string& proc, const std::string& pid,
+                   const std::optional<Cgroup2Mount>& cgroup2) {
+  if (!cgroup2) return 0;
+  auto text = read_text_file(proc + "/" + pid + "/cgroup");
+  if (!text.ok()) return 0;
+  const std::string dir = cgroup_dir_of(*text, *cgroup2);
+  return dir.empty() ? 0 : cgroup_id(dir).value_or(0);
+}
+
 // Every non-directory under `dir` in a BPF filesystem.
 void walk_pins(const std::string& dir, std::vector<std::string>& out, int depth = 0) {
   if (depth > 16) return;
@@ -78,6 +88,24 @@ uint32_t fdinfo_prog_id(std::string_view fdinfo) {
   return 0;
 }
 
+std::string cgroup_dir_of(std::string_view proc_cgroup, const Cgroup2Mount& cgroup2) {
+  while (!proc_cgroup.empty()) {
+    const size_t nl = proc_cgroup.find('\n');
+    std::string_view line = proc_cgroup.substr(0, nl);
+    proc_cgroup = nl == std::string_view::npos ? std::string_view() : proc_cgroup.substr(nl + 1);
+    if (!line.starts_with("0::/")) continue;  // the v2 hierarchy's line
+    std::string_view path = line.substr(3);
+    std::string_view root = cgroup2.root;
+    if (root.size() > 1) {
+      if (!path.starts_with(root) || (path.size() > root.size() && path[root.size()] != '/')) return {};
+      path.remove_prefix(root.size());
+    }
+    if (path == "/") path = {};
+    return cgroup2.mount_point + std::string(path);
+  }
+  return {};
+}
+
 std::vector<std::string> bpffs_mounts(std::string_view mountinfo) {
   std::vector<std::string> out;
   while (!mountinfo.empty()) {
@@ -99,19 +127,22 @@ std::vector<std::string> bpffs_mounts(std::string_view mountinfo) {
 }
 
 perfdata::OwnersSection scan_program_owners(const std::vector<uint32_t>& ids,
+                                            const std::optional<Cgroup2Mount>& cgroup2,
                                             const std::string& proc) {
   perfdata::OwnersSection out;
   out.scanned = ids;
   std::sort(out.scanned.begin(), out.scanned.end());
   const std::set<uint32_t> wanted(ids.begin(), ids.end());
   std::map<std::pair<uint32_t, uint32_t>, ProgramHolder> found;  // (prog, pid)
-  auto add = [&](uint32_t prog, uint32_t pid, uint32_t flag, const std::string& comm) {
+  auto add = [&](uint32_t prog, uint32_t pid, uint32_t flag, const std::string& comm,
+                 uint64_t cgroup) {
     if (!wanted.count(prog)) return;
     ProgramHolder& h = found[{prog, pid}];
     h.prog_id = prog;
     h.pid = pid;
     h.flags |= flag;
     if (h.comm.empty()) h.comm = comm;
+    if (!h.cgroup_id) h.cgroup_id = cgroup;
   };
   if (wanted.empty()) return out;
   auto procs = open_dir(proc);
@@ -122,6 +153,7 @@ perfdata::OwnersSection scan_program_owners(const std::vector<uint32_t>& ids,
     auto fds = open_dir(fd_dir);
     if (!fds) continue;
     std::string comm;
+    std::optional<uint64_t> cgroup;
     while (dirent* f = ::readdir(fds.get())) {
       if (f->d_name[0] < '0' || f->d_name[0] > '9') continue;
       const uint32_t kind = fd_kind(link_target(fd_dir + "/" + f->d_name));
@@ -129,7 +161,8 @@ perfdata::OwnersSection scan_program_owners(const std::vector<uint32_t>& ids,
       auto info = read_text_file(proc + "/" + pid + "/fdinfo/" + f->d_name);
       if (!info.ok()) continue;
       if (comm.empty()) comm = comm_of(proc, pid);
-      add(fdinfo_prog_id(*info), static_cast<uint32_t>(std::stoul(pid)), kind, comm);
+      if (!cgroup) cgroup = cgroup_of(proc, pid, cgroup2);
+      add(fdinfo_prog_id(*info), static_cast<uint32_t>(std::stoul(pid)), kind, comm, *cgroup);
     }
   }
   // Pins: the object's fd, opened for a moment, says which program it holds.
@@ -144,7 +177,7 @@ perfdata::OwnersSection scan_program_owners(const std::vector<uint32_t>& ids,
     const std::string n = std::to_string(fd->get());
     if (fd_kind(link_target("/proc/self/fd/" + n)) == 0) continue;
     auto info = read_text_file("/proc/self/fdinfo/" + n);
-    if (info.ok()) add(fdinfo_prog_id(*info), 0, ProgramHolder::kPinned, "");
+    if (info.ok()) add(fdinfo_prog_id(*info), 0, ProgramHolder::kPinned, "", 0);
   }
   for (auto& [key, h] : found) out.holders.push_back(std::move(h));
   return out;

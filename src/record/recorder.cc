@@ -67,6 +67,11 @@ struct Setup {
   perf_event_attr sideband{};
 };
 
+// Whether the file names cgroups (CGROUP records, the existing ones
+// synthesized at start): for --cgroup's samples, and for the cgroups of the
+// programs' loaders the in-kernel capture reads (a record per cgroup made).
+bool names_cgroups(const RecordOptions& o) { return o.cgroup || o.enrich == EnrichMode::kInKernel; }
+
 Setup make_attrs(const RecordOptions& o, const perf::EventSpec& spec) {
   const auto kPageSize = static_cast<uint32_t>(::sysconf(_SC_PAGESIZE));
   Setup s;
@@ -84,7 +89,7 @@ Setup make_attrs(const RecordOptions& o, const perf::EventSpec& spec) {
   s.sampling = perf::make_sampling_attr(sc);
   perf::SidebandConfig sb;
   sb.wakeup_watermark = static_cast<uint32_t>(o.sideband_pages * kPageSize / 4);
-  sb.cgroup = o.cgroup;
+  sb.cgroup = names_cgroups(o);
   s.sideband = perf::make_sideband_attr(sb, s.sampling.sample_type);
   return s;
 }
@@ -135,7 +140,8 @@ Status hand_to_writer(perfdata::FileWriter& writer, const std::vector<bpf::ProgI
 // Writes everything that describes the world before recording, then FINISHED_INIT.
 Result<BpfSynthesis> write_initial_state(perfdata::FileWriter& writer, EventSet& events,
                                          size_t trailer, const KallsymsScan& kallsyms,
-                                         bool cgroups, const RecordSink& sink) {
+                                         bool cgroups, bool cgroup_samples,
+                                         const RecordSink& sink) {
   SynthBuffer synth(trailer);
   auto flush = [&]() -> Status {
     BPFPROF_TRY(writer.append(synth.bytes()));
@@ -156,7 +162,9 @@ Result<BpfSynthesis> write_initial_state(perfdata::FileWriter& writer, EventSet&
     auto mountinfo = read_text_file("/proc/self/mountinfo");
     auto mount = mountinfo.ok() ? find_cgroup2_mount(*mountinfo) : std::nullopt;
     if (!mount) {
-      if (sink.notice) sink.notice("--cgroup: no cgroup v2 hierarchy mounted: cgroups are unnamed");
+      if (sink.notice && cgroup_samples) {
+        sink.notice("--cgroup: no cgroup v2 hierarchy mounted: cgroups are unnamed");
+      }
     } else {
       BPFPROF_TRY(synthesize_cgroups(synth, *mount, flush));
       BPFPROF_TRY(flush());
@@ -284,20 +292,31 @@ Result<RecordStats> record(const RecordOptions& o, const RecordSink& sink) {
         return before_start(std::move(s).error());
     }
   }
-  auto bpf = write_initial_state(writer, events, layout.id_hdr_size(), *kallsyms, o.cgroup, sink);
+  auto bpf = write_initial_state(writer, events, layout.id_hdr_size(), *kallsyms,
+                                 names_cgroups(o), o.cgroup, sink);
   if (!bpf.ok()) return before_start(std::move(bpf).error());
-  // Who holds the programs that were there before us (those loaded from now
-  // on name their loader in their BPF_EVENT); in the data at once, too.
-  perfdata::OwnersSection owners = scan_program_owners(bpf->synthesized);
-  if (auto s = writer.append_in_stream(perfdata::kFeatBpfprofOwners, perfdata::encode_owners(owners));
-      !s.ok()) {
-    return before_start(std::move(s).error());
-  }
-  // Where every program is attached (links, cgroups, interfaces), named now.
   std::optional<Cgroup2Mount> cgroup2;
   if (auto mountinfo = read_text_file("/proc/self/mountinfo"); mountinfo.ok()) {
     cgroup2 = find_cgroup2_mount(*mountinfo);
   }
+  // Who holds the programs that were there before us, and in which cgroups
+  // (those loaded from now on name their loader in their BPF_EVENT, the
+  // capture its cgroup); in the data at once, too.
+  perfdata::OwnersSection owners = scan_program_owners(bpf->synthesized, cgroup2);
+  if (auto s = writer.append_in_stream(perfdata::kFeatBpfprofOwners, perfdata::encode_owners(owners));
+      !s.ok()) {
+    return before_start(std::move(s).error());
+  }
+  // The loaders' cgroups the capture reads: into the data as learned.
+  auto add_loaders = [&](std::vector<std::pair<uint32_t, uint64_t>> learned) -> Status {
+    if (learned.empty() || writer.write_failed()) return ok_status();
+    perfdata::OwnersSection more;
+    for (const auto& [prog, cgroup] : learned) more.loaders.push_back({prog, cgroup});
+    Status s = writer.append_in_stream(perfdata::kFeatBpfprofOwners, perfdata::encode_owners(more));
+    owners.loaders.insert(owners.loaders.end(), more.loaders.begin(), more.loaders.end());
+    return s;
+  };
+  // Where every program is attached (links, cgroups, interfaces), named now.
   perfdata::AttachSection attach;
   {
     AttachScan scan = scan_attach_points(cgroup2, perfdata::AttachEntry::kAtStart, 0);
@@ -333,15 +352,18 @@ Result<RecordStats> record(const RecordOptions& o, const RecordSink& sink) {
     std::vector<bpf::ProgInfo> infos;
     std::vector<bpf::BtfBlob> btfs;
     std::vector<perfdata::AttachEntry> links;
+    std::vector<std::pair<uint32_t, uint64_t>> loaders;
     if (in_kernel) {
       in_kernel->take_learned(infos, btfs);
       in_kernel->take_attach(links);
+      in_kernel->take_loader_cgroups(loaders);
     }
     enricher->take_learned(infos, btfs);
     BPFPROF_TRY(hand_to_writer(writer, infos, btfs));
-    const bool learned_links = !links.empty();
+    const bool learned = !links.empty() || !loaders.empty();
     BPFPROF_TRY(add_attach(std::move(links)));
-    if (copied || !infos.empty() || !btfs.empty() || learned_links) return writer.finish_round();
+    BPFPROF_TRY(add_loaders(std::move(loaders)));
+    if (copied || !infos.empty() || !btfs.empty() || learned) return writer.finish_round();
     return ok_status();
   };
   DrainLoop loop(events, layout, [&](Bytes b) { return writer.append(b); }, end_pass);
@@ -368,6 +390,9 @@ Result<RecordStats> record(const RecordOptions& o, const RecordSink& sink) {
     std::vector<perfdata::AttachEntry> links;
     in_kernel->take_attach(links);
     (void)add_attach(std::move(links));
+    std::vector<std::pair<uint32_t, uint64_t>> loaders;
+    in_kernel->take_loader_cgroups(loaders);
+    (void)add_loaders(std::move(loaders));
   }
   enricher->stop();
   // The final values are read: the statistics go off (they cost every run).

@@ -48,6 +48,7 @@ void merge(ProgramGroup& g, const analysis::ProgramRow& p) {
     }
   }
   add_owners(r.owner, p.owner);
+  add_owners(r.owner_cgroup, p.owner_cgroup);
   r.attach_points.insert(r.attach_points.end(), p.attach_points.begin(), p.attach_points.end());
   r.owner_pids.insert(r.owner_pids.end(), p.owner_pids.begin(), p.owner_pids.end());
   keep_largest(r.jited_len, p.jited_len);

@@ -51,6 +51,7 @@ Json programs_json(const analysis::ReportData& d, bool instances) {
                     {"unload_ns", p.unload_ns ? Json(*p.unload_ns) : Json(nullptr)},
                     {"owner", p.owner},
                     {"owner_pids", p.owner_pids},
+                    {"owner_cgroup", p.owner_cgroup},
                     {"attach", p.attach},
                     {"attach_points", p.attach_points},
                     {"jited_len", p.jited_len ? Json(*p.jited_len) : Json(nullptr)},
@@ -141,6 +142,7 @@ std::string render_json(const analysis::ReportData& d, const RenderOptions& o) {
   Json owners = Json::array();
   for (const analysis::OwnerCost& c : analysis::cost_by_owner(d)) {
     owners.push_back(Json{{"owner", c.owner},
+                          {"cgroup", c.cgroups},
                           {"samples", c.samples},
                           {"percent", percent_of_rounded(c.samples, d.profile.total().samples)},
                           {"programs", c.programs}});

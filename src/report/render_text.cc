@@ -68,8 +68,10 @@ std::string programs_text(const analysis::ReportData& d, const RenderOptions& o)
   // Who pays: every owner's BPF samples in one line.
   std::vector<std::string> owners;
   for (const analysis::OwnerCost& c : analysis::cost_by_owner(d)) {
-    owners.push_back(fmt::format("{} {} ({})", c.owner, percent(c.samples, d.profile.total().samples),
-                                 c.samples));
+    // With the owner's cgroup where the recording names it.
+    const std::string in = c.cgroups == "[unknown]" ? std::string() : " in " + c.cgroups;
+    owners.push_back(fmt::format("{}{} {} ({})", c.owner, in,
+                                 percent(c.samples, d.profile.total().samples), c.samples));
   }
   out += fmt::format("# BPF cost by owner: {}\n", owners.empty() ? "none" : fmt::format("{}", fmt::join(owners, ", ")));
   // With run statistics: what the kernel measured, beside the sampled share.

@@ -131,7 +131,7 @@ Status LiveSession::synthesize(const Notice& notice) {
   features_.bpf_prog_info = std::move(bpf.infos);
   // Who holds the programs loaded before top started (programs loaded later
   // are owned by their loader, from their BPF_EVENT).
-  features_.owners = record::scan_program_owners(bpf.synthesized);
+  features_.owners = record::scan_program_owners(bpf.synthesized, std::nullopt);
   // Where every program is attached, named as record names it.
   if (auto mountinfo = record::read_text_file("/proc/self/mountinfo"); mountinfo.ok()) {
     cgroup2_ = record::find_cgroup2_mount(*mountinfo);

@@ -7,6 +7,7 @@
 // --sort cgroup`, `perf script`; perf 6.1's script has no cgroup field).
 // Ground truth (pids, cgroup ids) is what the workload script writes.
 // `script --format json` names the cgroup (and owner, attach) of BPF leaves.
+// Without --cgroup, the loader's cgroup of every program is named.
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -16,6 +17,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <tuple>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -187,6 +189,114 @@ TEST(CgroupKernelTest, RecordsWhichCgroupPaidAndPerfReadsIt) {
   ASSERT_EQ(perf_script.exit_code, 0) << perf_script.err;
   EXPECT_NE(perf_script.out.find(" " + std::to_string(pid_a) + " \n"), std::string::npos)
       << perf_script.out.substr(0, 2000);
+}
+
+// The loader's cgroup of every program loaded during a default recording
+// (in-kernel capture, no --cgroup): two workloads load programs from two
+// cgroups the test creates — one before recording (synthesized at start),
+// one during it (a live CGROUP record). Section 253 must give each program
+// its loader's cgroup id, the CGROUP records must name those ids, and the
+// report must show the path as the owner's cgroup. Ground truth: the
+// workloads' own program ids and pids, the cgroups' inode numbers.
+TEST(CgroupKernelTest, NamesTheCgroupOfEachProgramsLoader) {
+  const std::string mount = cgroup2_mount();
+  if (mount.empty()) BPFPROF_KERNEL_SKIP("no cgroup v2 hierarchy mounted");
+  if (::geteuid() != 0) BPFPROF_KERNEL_SKIP("creating cgroups needs root");
+  if (std::string why = bpf_refusal(kBin); !why.empty()) BPFPROF_KERNEL_SKIP(why);
+  TempDir dir;
+  const std::string name = "bpfprof-test-loader-" + std::to_string(::getpid());
+  const std::string a = mount + "/" + name + "-a";
+  const std::string b = mount + "/" + name + "-b";
+  CgroupDirs cleanup;
+  ASSERT_EQ(::mkdir(a.c_str(), 0755), 0) << a;
+  cleanup.dirs.push_back(a);
+  cleanup.dirs.push_back(b);  // made by the script, during the recording
+  struct stat st{};
+  ASSERT_EQ(::stat(a.c_str(), &st), 0);
+  const uint64_t id_a = st.st_ino;
+
+  // Each workload moves itself into its cgroup, then loads and runs a few
+  // programs (and writes their ids).
+  const std::string load = "echo $$ > \"$1/cgroup.procs\" && exec \"$2\" --programs 3 "
+                           "--subprog-programs 1 --long-lived 10ms --quiet --truth \"$3\"";
+  const std::string script =
+      "mkdir '" + b + "' && stat -c %i '" + b + "' > '" + dir.file("b.id") + "' || exit 1; " +
+      "sh -c '" + load + "' w '" + a + "' '" + kBin + "/bpfprof-workload' '" + dir.file("a.json") + "' & " +
+      "sh -c '" + load + "' w '" + b + "' '" + kBin + "/bpfprof-workload' '" + dir.file("b.json") + "' & wait";
+  const std::string data = dir.file("loaders.data");
+  RunResult rec = run({kBin + "/bpfprof", "record", "-a", "-F", "99", "-q", "-o", data, "--", "sh",
+                       "-c", script});
+  if (rec.exit_code == 2 && rec.err.find("ermission") != std::string::npos) {
+    BPFPROF_KERNEL_SKIP("recording refused: " + rec.err);
+  }
+  ASSERT_EQ(rec.exit_code, 0) << rec.err;
+  const uint64_t id_b = std::stoull(read_word(dir.file("b.id")));
+  auto truth = [&](const std::string& file) {
+    std::ifstream in(file);
+    return nlohmann::json::parse(in);
+  };
+  const nlohmann::json truth_a = truth(dir.file("a.json")), truth_b = truth(dir.file("b.json"));
+
+  RunResult rep = run({kBin + "/bpfprof", "report", "-q", "-i", data, "--format", "json",
+                       "--instances"});
+  ASSERT_EQ(rep.exit_code, 0) << rep.err;
+  const auto j = nlohmann::json::parse(rep.out);
+  if (j["enrichment"]["in_kernel"] != "used") {
+    BPFPROF_KERNEL_SKIP("in-kernel capture " + j["enrichment"]["in_kernel"].get<std::string>());
+  }
+
+  // The records: a loader entry per program, the cgroups named.
+  auto reader = perfdata::FileReader::open(data);
+  ASSERT_TRUE(reader.ok()) << reader.error().to_string();
+  ASSERT_TRUE(reader->features().owners.has_value());
+  std::map<uint32_t, uint64_t> loader_cgroup;
+  for (const perfdata::ProgramLoader& l : reader->features().owners->loaders) {
+    loader_cgroup[l.prog_id] = l.cgroup_id;
+  }
+  std::map<uint64_t, std::string> paths;
+  ASSERT_TRUE(reader
+                  ->for_each_record([&](const perf::RecordView& r, uint64_t) {
+                    if (r.header.type != perf::kRecordCgroup) return;
+                    auto c = perf::Cgroup::parse(r, reader->attr_for(r)->layout);
+                    ASSERT_TRUE(c.ok()) << c.error().to_string();
+                    paths[c->id] = std::string(c->path);
+                  })
+                  .ok());
+  EXPECT_EQ(paths[id_a], "/" + name + "-a");
+  EXPECT_EQ(paths[id_b], "/" + name + "-b");
+
+  std::map<uint32_t, nlohmann::json> reported;  // program id -> its row
+  for (const auto& p : j["programs"]) reported[p["id"].get<uint32_t>()] = p;
+  size_t checked = 0;
+  for (const auto& [t, cgroup, path] :
+       {std::tuple{&truth_a, id_a, "/" + name + "-a"}, std::tuple{&truth_b, id_b, "/" + name + "-b"}}) {
+    const std::string owner = "bpfprof-workloa[" + std::to_string((*t)["pid"].get<int>()) + "]";
+    ASSERT_FALSE((*t)["programs"].empty());
+    for (const auto& p : (*t)["programs"]) {
+      const uint32_t id = p["id"].get<uint32_t>();
+      EXPECT_EQ(loader_cgroup[id], cgroup) << "program " << id;
+      ASSERT_EQ(reported.count(id), 1u) << "program " << id;
+      EXPECT_EQ(reported[id]["owner"], owner) << reported[id].dump();
+      EXPECT_EQ(reported[id]["owner_cgroup"], path) << reported[id].dump();
+      checked++;
+    }
+  }
+  EXPECT_EQ(checked, truth_a["programs"].size() + truth_b["programs"].size());
+  // The header line charges each workload's samples to it, in its cgroup.
+  for (const auto& o : j["owners"]) {
+    const std::string owner = o["owner"];
+    if (owner == "bpfprof-workloa[" + std::to_string(truth_a["pid"].get<int>()) + "]") {
+      EXPECT_EQ(o["cgroup"], "/" + name + "-a") << o.dump();
+    }
+  }
+
+  // Linux perf reads it (its CGROUP records too).
+  RunResult perf_script = run({"perf", "script", "-i", data, "--show-cgroup-events"});
+  ASSERT_EQ(perf_script.exit_code, 0) << perf_script.err;
+  EXPECT_NE(perf_script.out.find("/" + name + "-b"), std::string::npos)
+      << perf_script.out.substr(0, 2000);
+  RunResult perf_rep = run({"perf", "report", "-i", data, "--stdio", "--sort", "cgroup"});
+  EXPECT_EQ(perf_rep.exit_code, 0) << perf_rep.err;
 }
 
 // script --format json: a BPF leaf sample names its program's owner and

@@ -530,6 +530,8 @@ static __always_inline int capture_load(__s64 fd)
 	bpf_core_read(p.name, sizeof(p.name), &aux->name);
 	p.load_time = BPF_CORE_READ(aux, load_time);
 	p.created_by_uid = (__u32)bpf_get_current_uid_gid();
+	/* The loader's cgroup (v2), here where the loading task is current. */
+	p.cgroup_id = bpf_get_current_cgroup_id();
 	p.xlated_prog_len = BPF_CORE_READ(prog, len) * sizeof(struct bpf_insn);
 	p.nr_map_ids = BPF_CORE_READ(aux, used_map_cnt);
 	p.verified_insns = BPF_CORE_READ(aux, verified_insns);
@@ -604,7 +606,10 @@ static __always_inline int capture_load(__s64 fd)
 		p.flags |= CAPTURE_INCOMPLETE;
 	}
 	if (p.flags & CAPTURE_INCOMPLETE) {
-		struct capture_header m = { .kind = CAPTURE_MISSED, .id = p.hdr.id };
+		struct capture_missed m = {
+			.hdr = { .kind = CAPTURE_MISSED, .id = p.hdr.id },
+			.cgroup_id = p.cgroup_id,
+		};
 
 		__sync_fetch_and_add(&n->incomplete, 1);
 		bpf_ringbuf_output(&missed, &m, sizeof(m), BPF_RB_FORCE_WAKEUP);

@@ -99,6 +99,13 @@ struct capture_prog {
 	__u32 pad;
 	__u32 sent[CAPTURE_NR_ARRAYS]; /* bytes sent per array */
 	__u32 pad2;
+	__u64 cgroup_id; /* the loading task's cgroup v2 id (bpf_get_current_cgroup_id) */
+};
+
+/* CAPTURE_MISSED: a program not captured whole, and its loader's cgroup. */
+struct capture_missed {
+	struct capture_header hdr;
+	__u64 cgroup_id;
 };
 
 /* CAPTURE_LINK flags. */
