@@ -3,7 +3,9 @@
 # for byte: report (text, JSON, -g, every sort key), script (text, JSON, -j 1),
 # export (every format, --bpf-only, --time, --pid), annotate (the first
 # programs, by id and by name, text and JSON), merge, diff and error lines.
-# For changes that must not change what bpfprof prints.
+# For changes that must not change what bpfprof prints. pprof files are
+# compared as one thread writes them (-j 1): with several, the order of their
+# samples depends on how the threads split the file, run to run.
 #   scripts/compare_outputs.sh OLD_BIN NEW_BIN RECORDING... (two or more for merge/diff)
 set -uo pipefail
 [ $# -ge 3 ] || { echo "usage: $0 OLD_BIN NEW_BIN RECORDING..." >&2; exit 2; }
@@ -23,7 +25,7 @@ outputs() {
       run $p.report.$fmt report -q -i "$data" --format $fmt
       run $p.report.g.$fmt report -q -i "$data" -g --format $fmt
       run $p.report.bpf.$fmt report -q -i "$data" --bpf-only --sort prog,line --format $fmt
-      for key in prog sym dso comm pid line prog,line comm,pid,sym; do
+      for key in prog sym dso comm pid line owner attach cgroup container prog,line comm,pid,sym; do
         run $p.report.$key.$fmt report -q -i "$data" --sort $key --format $fmt
         run $p.report.g.$key.$fmt report -q -i "$data" -g --sort $key --format $fmt
       done
@@ -31,8 +33,9 @@ outputs() {
       run $p.script.j1.$fmt script -q -j 1 -i "$data" --format $fmt
     done
     for fmt in folded svg html json pprof; do
-      run $p.export.$fmt export -q -i "$data" --format $fmt
-      run $p.export.bpf.$fmt export -q -i "$data" --format $fmt --bpf-only
+      j=(); [ $fmt = pprof ] && j=(-j 1)
+      run $p.export.$fmt export -q "${j[@]}" -i "$data" --format $fmt
+      run $p.export.bpf.$fmt export -q "${j[@]}" -i "$data" --format $fmt --bpf-only
     done
     run $p.export.time.folded export -q -i "$data" --time 0.2,1.5
     pid=$("$bin" report -q -i "$data" --sort pid | awk 'NR>1 && $3 ~ /^[0-9]+:/ {split($3,a,":"); print a[1]; exit}')
@@ -57,8 +60,8 @@ PY
   done
   if [ $# -ge 2 ]; then
     for fmt in pprof folded; do
-      run merge.$fmt merge -q --format $fmt "$@"
-      run merge.bpf.$fmt merge -q --bpf-only --format $fmt "$@"
+      run merge.$fmt merge -q -j 1 --format $fmt "$@"
+      run merge.bpf.$fmt merge -q -j 1 --bpf-only --format $fmt "$@"
     done
     for fmt in text json; do
       run diff.$fmt diff -q "$1" "$2" --format $fmt

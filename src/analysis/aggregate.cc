@@ -4,7 +4,9 @@
 #include <algorithm>
 #include <array>
 #include <deque>
+#include <cstring>
 #include <map>
+#include <span>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -96,6 +98,37 @@ struct StackKeyHash {
   size_t operator()(const StackKey& k) const { return mix(k.stack, k.thread.hash()); }
 };
 
+// A sample seen before, by everything the symbolization of a sample depends
+// on besides its time: pid, tid, cgroup id, whether the leaf is kernel code,
+// and the addresses looked up (the leaf ip; under -g the whole callchain,
+// context markers included). Kept with the count slot that sample went to,
+// what it added to the diagnostics, and the times [from, to) for which every
+// lookup made for it (frames and comm) gives the same answer: a sample with
+// the same key in that time goes to the same slot and adds the same counts.
+// One cache line; a callchain's words and unknown-frame counts lie beside it
+// (SampleMemoTail), read when the key has more than one word or the sample
+// had unknown frames.
+struct SampleMemo {
+  uint64_t hash = 0;
+  uint64_t from = 0, to = 0;  // to == 0: empty
+  uint64_t cgroup = 0;
+  uint64_t leaf = 0;  // the one word of a leaf key
+  profile::Counts* slot = nullptr;
+  uint32_t pid = 0, tid = 0;
+  uint16_t key_bytes = 0;  // records are under 64 KiB
+  bool kernel = false;
+  bool unknowns = false;  // the tail's `unknown` are not all 0
+  uint8_t bpf_unattributed = 0, cgroup_unknown = 0;
+};
+static_assert(sizeof(SampleMemo) <= 64);
+struct SampleMemoTail {
+  std::vector<std::byte> words;  // a callchain key
+  // Record sizes cap a chain at 8191 frames.
+  std::array<uint16_t, kUnknownReasons> unknown{};
+};
+// Direct-mapped by the key's hash (a power of two).
+constexpr size_t kSampleMemos = 4096;
+
 // Per-worker state: its profile, counters kept as plain integers until the
 // end, scratch buffers reused across samples, and caches from symbolizer
 // results (by identity) to the profile's ids and count slots, so that a
@@ -107,6 +140,7 @@ struct Worker {
   std::array<uint64_t, kUnknownReasons> unknown_frames{};
   uint64_t bad_samples = 0;
   uint64_t bpf_unattributed = 0;
+  perf::Sample sample;
   std::vector<SymbolizedFrame> frames;
   std::vector<profile::FrameId> ids;
   std::string line;
@@ -114,6 +148,8 @@ struct Worker {
   std::unordered_map<LeafKey, Counts*, LeafKeyHash> leaf_slots;
   std::unordered_map<FrameRef, profile::FrameId, FrameRefHash> frame_ids;
   std::unordered_map<StackKey, Counts*, StackKeyHash> stack_slots;
+  std::vector<SampleMemo> memos = std::vector<SampleMemo>(kSampleMemos);
+  std::vector<SampleMemoTail> memo_tails = std::vector<SampleMemoTail>(kSampleMemos);
   uint64_t cgroup_unknown = 0;
   uint64_t owner_unknown = 0;  // programs (after the merge)
   uint64_t owner_cgroup_unknown = 0;  // programs (after the merge)
@@ -147,21 +183,15 @@ profile::FrameId frame_id(Worker& w, const symbols::Frame& f, std::string_view l
   return it->second;
 }
 
-void add_sample(const Session& session, const AggregateOptions& options,
-                const perf::RecordView& record, const perf::SampleLayout& layout, Worker& w) {
+// The count slot of a sample not remembered: its frames symbolized, its
+// thread named, the profile asked for ids. `holds` gets the times around the
+// sample's for which all of that gives the same answer.
+Counts* find_slot(const Session& session, const AggregateOptions& options,
+                  const perf::Sample& sample, uint16_t cpumode, Worker& w,
+                  symbols::Symbolizer::Holds& holds) {
   const symbols::Symbolizer& sym = session.symbolizer();
-  perf::Sample parsed;
-  if (!perf::Sample::parse_fast(record, layout, parsed)) {
-    auto full = perf::Sample::parse(record, layout);
-    if (!full.ok()) {
-      w.bad_samples++;
-      return;
-    }
-    parsed = *full;
-  }
-  const perf::Sample* sample = &parsed;
-  if (!options.filter.keep(sample->pid, sample->time)) return;
-  symbolize_sample(sym, *sample, record.cpumode(), options.stacks, w.frames);
+  holds = {0, UINT64_MAX};
+  symbolize_sample(sym, sample, cpumode, options.stacks, w.frames, &holds);
   for (const SymbolizedFrame& sf : w.frames) {
     const symbols::Unknown u = sf.frame.unknown;
     if (u != symbols::Unknown::kNone) w.unknown_frames[static_cast<size_t>(u) % kUnknownReasons]++;
@@ -169,12 +199,15 @@ void add_sample(const Session& session, const AggregateOptions& options,
   if (!w.frames.empty() && w.frames.front().frame.unknown == symbols::Unknown::kBpfNotAlive) {
     w.bpf_unattributed++;
   }
-  std::string_view comm = sym.comm(sample->pid, sample->tid, sample->time);
+  symbols::Symbolizer::Holds comm_holds;
+  std::string_view comm = sym.comm(sample.pid, sample.tid, sample.time, comm_holds);
+  holds.from = std::max(holds.from, comm_holds.from);
+  holds.to = std::min(holds.to, comm_holds.to);
   if (comm.empty()) comm = "[unknown]";
-  const std::string_view cgroup = options.cgroups ? cgroup_name(sym, sample->cgroup, w) : "";
-  const ThreadRef thread{sample->pid, sample->tid, comm.data(), comm.size(), cgroup.data(),
+  const std::string_view cgroup = options.cgroups ? cgroup_name(sym, sample.cgroup, w) : "";
+  const ThreadRef thread{sample.pid, sample.tid, comm.data(), comm.size(), cgroup.data(),
                          cgroup.size()};
-  const profile::Thread profile_thread{sample->pid, sample->tid, comm, cgroup};
+  const profile::Thread profile_thread{sample.pid, sample.tid, comm, cgroup};
 
   if (!options.stacks && !options.lines && w.frames.size() == 1) {
     const symbols::Frame& f = w.frames.front().frame;
@@ -183,8 +216,7 @@ void add_sample(const Session& session, const AggregateOptions& options,
       w.ids.assign(1, frame_id(w, f, {}));
       it->second = &w.profile.slot(w.profile.add_stack(w.ids), profile_thread);
     }
-    w.profile.add_to(*it->second, sample->period, sample->time);
-    return;
+    return it->second;
   }
   w.ids.clear();
   for (const SymbolizedFrame& sf : w.frames) {
@@ -201,7 +233,86 @@ void add_sample(const Session& session, const AggregateOptions& options,
   const profile::StackId stack = w.profile.add_stack(w.ids);
   auto [it, fresh] = w.stack_slots.try_emplace(StackKey{stack, thread}, nullptr);
   if (fresh) it->second = &w.profile.slot(stack, profile_thread);
-  w.profile.add_to(*it->second, sample->period, sample->time);
+  return it->second;
+}
+
+// The addresses a sample's frames are looked up by: the leaf ip, or under -g
+// the callchain (symbolize_sample's choice). Empty: not remembered.
+Bytes memo_words(const perf::Sample& sample, bool stacks) {
+  if (stacks && !sample.callchain.empty()) return sample.callchain.bytes();
+  if (sample.ip != 0) return std::as_bytes(std::span(&sample.ip, 1));
+  return {};
+}
+
+uint64_t memo_hash(const perf::Sample& s, bool kernel, Bytes words) {
+  uint64_t h = mix(mix((uint64_t{s.pid} << 32) | s.tid, s.cgroup), kernel);
+  for (size_t i = 0; i + 8 <= words.size(); i += 8) {
+    h = (h ^ load_unaligned<uint64_t>(words.data() + i)) * 0x9e3779b97f4a7c15ULL;
+  }
+  return h ^ (h >> 29);
+}
+
+void add_sample(const Session& session, const AggregateOptions& options,
+                const perf::RecordView& record, const perf::SampleLayout& layout, Worker& w) {
+  perf::Sample& sample = w.sample;
+  if (!perf::Sample::parse_fast(record, layout, sample)) {
+    auto full = perf::Sample::parse(record, layout);
+    if (!full.ok()) {
+      w.bad_samples++;
+      return;
+    }
+    sample = *full;
+  }
+  if (!options.filter.keep(sample.pid, sample.time)) return;
+  const uint16_t cpumode = record.cpumode();
+  const bool kernel = cpumode == perf::kMiscKernel;
+  const Bytes words = memo_words(sample, options.stacks);
+  const uint64_t hash = words.empty() ? 0 : memo_hash(sample, kernel, words);
+  const size_t at = hash & (kSampleMemos - 1);
+  SampleMemo& m = w.memos[at];
+  if (!words.empty() && m.hash == hash && sample.time >= m.from && sample.time < m.to &&
+      m.pid == sample.pid && m.tid == sample.tid && m.cgroup == sample.cgroup &&
+      m.kernel == kernel && m.key_bytes == words.size() &&
+      (words.size() == 8 ? load_unaligned<uint64_t>(words.data()) == m.leaf
+                         : std::memcmp(words.data(), w.memo_tails[at].words.data(), words.size()) == 0)) {
+    if (m.unknowns) {
+      const SampleMemoTail& tail = w.memo_tails[at];
+      for (size_t k = 0; k < kUnknownReasons; k++) w.unknown_frames[k] += tail.unknown[k];
+    }
+    w.bpf_unattributed += m.bpf_unattributed;
+    w.cgroup_unknown += m.cgroup_unknown;
+    w.profile.add_to(*m.slot, sample.period, sample.time);
+    return;
+  }
+  const std::array<uint64_t, kUnknownReasons> unknown_before = w.unknown_frames;
+  const uint64_t unattributed_before = w.bpf_unattributed;
+  const uint64_t cgroup_before = w.cgroup_unknown;
+  symbols::Symbolizer::Holds holds;
+  Counts* slot = find_slot(session, options, sample, cpumode, w, holds);
+  w.profile.add_to(*slot, sample.period, sample.time);
+  if (words.empty() || holds.from > sample.time || sample.time >= holds.to) return;
+  SampleMemoTail& tail = w.memo_tails[at];
+  m.hash = hash;
+  m.from = holds.from;
+  m.to = holds.to;
+  m.pid = sample.pid;
+  m.tid = sample.tid;
+  m.cgroup = sample.cgroup;
+  m.kernel = kernel;
+  m.slot = slot;
+  m.key_bytes = static_cast<uint16_t>(words.size());
+  if (words.size() == 8) {
+    m.leaf = load_unaligned<uint64_t>(words.data());
+  } else {
+    tail.words.assign(words.begin(), words.end());
+  }
+  m.unknowns = false;
+  for (size_t k = 0; k < kUnknownReasons; k++) {
+    tail.unknown[k] = static_cast<uint16_t>(w.unknown_frames[k] - unknown_before[k]);
+    m.unknowns = m.unknowns || tail.unknown[k] != 0;
+  }
+  m.bpf_unattributed = static_cast<uint8_t>(w.bpf_unattributed - unattributed_before);
+  m.cgroup_unknown = static_cast<uint8_t>(w.cgroup_unknown - cgroup_before);
 }
 
 // Chunks [first, last) into `w`. Pass 1 accepted every record in them, so

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "analysis/sample_frames.h"
 
+#include <algorithm>
+
 namespace bpfprof::analysis {
 namespace {
 
@@ -15,12 +17,21 @@ Space space_of_marker(uint64_t marker) {
 }  // namespace
 
 void symbolize_sample(const symbols::Symbolizer& symbolizer, const perf::Sample& sample,
-                      uint16_t cpumode, bool stack, std::vector<SymbolizedFrame>& out) {
+                      uint16_t cpumode, bool stack, std::vector<SymbolizedFrame>& out,
+                      symbols::Symbolizer::Holds* holds) {
   out.clear();
   const bool leaf_kernel = cpumode == perf::kMiscKernel;
   auto add = [&](uint64_t ip, uint64_t lookup, bool kernel) {
+    if (!holds) {
+      out.push_back(SymbolizedFrame{
+          symbolizer.lookup(sample.pid, lookup, sample.time, kernel), ip, lookup});
+      return;
+    }
+    symbols::Symbolizer::Holds h;
     out.push_back(SymbolizedFrame{
-        symbolizer.lookup(sample.pid, lookup, sample.time, kernel), ip, lookup});
+        symbolizer.lookup(sample.pid, lookup, sample.time, kernel, h), ip, lookup});
+    holds->from = std::max(holds->from, h.from);
+    holds->to = std::min(holds->to, h.to);
   };
   const perf::U64Array& chain = sample.callchain;
   if (!stack || chain.empty()) {

@@ -21,8 +21,11 @@ struct SymbolizedFrame {
 
 // Fills `out` (cleared first). With `stack` false only the leaf is
 // symbolized. Frames in hypervisor or guest context are skipped. A sample
-// with neither ip nor callchain frames gives an empty vector.
+// with neither ip nor callchain frames gives an empty vector. With `holds`,
+// the times around the sample's for which every lookup made gives the same
+// answer are intersected into it.
 void symbolize_sample(const symbols::Symbolizer& symbolizer, const perf::Sample& sample,
-                      uint16_t cpumode, bool stack, std::vector<SymbolizedFrame>& out);
+                      uint16_t cpumode, bool stack, std::vector<SymbolizedFrame>& out,
+                      symbols::Symbolizer::Holds* holds = nullptr);
 
 }  // namespace bpfprof::analysis

@@ -109,7 +109,8 @@ struct Symbolizer::Impl {
   Frame lookup_kernel(uint64_t ip, uint64_t time, Symbolizer::Holds* holds = nullptr) const;
   // The kernel frame at `ip` given what the BPF timeline found there.
   Frame kernel_frame(uint64_t ip, const BpfSymbols::Timeline::Hit& hit) const;
-  Frame lookup_user(uint32_t pid, uint64_t ip, uint64_t time) const;
+  Frame lookup_user(uint32_t pid, uint64_t ip, uint64_t time,
+                    Symbolizer::Holds* holds = nullptr) const;
 
   const perfdata::Features& features;
   Options options;
@@ -330,14 +331,20 @@ Frame Symbolizer::Impl::kernel_frame(uint64_t ip, const BpfSymbols::Timeline::Hi
   return f;
 }
 
-Frame Symbolizer::Impl::lookup_user(uint32_t pid, uint64_t ip, uint64_t time) const {
+Frame Symbolizer::Impl::lookup_user(uint32_t pid, uint64_t ip, uint64_t time,
+                                    Symbolizer::Holds* holds) const {
   Frame f;
   const ProcessMaps::Timeline* t = maps.process(pid);
   if (!t) {
+    // No record named the process: so at every time.
+    if (holds) *holds = {0, UINT64_MAX};
     f.unknown = Unknown::kNoProcess;
     return f;
   }
   const auto hit = t->find(ip, time);
+  // The mapping found (or none) sets how long the frame holds: its file's
+  // symbols do not change.
+  if (holds) *holds = {hit.t_from, hit.t_to};
   if (hit.entry == ProcessMaps::Timeline::kNone) {
     f.unknown = Unknown::kNoMap;
     return f;
@@ -427,6 +434,12 @@ void Symbolizer::finish() {
 Frame Symbolizer::lookup(uint32_t pid, uint64_t ip, uint64_t time, bool kernel) const {
   if (looks_up_kernel(ip, kernel)) return impl_->lookup_kernel(ip, time);
   return impl_->lookup_user(pid, ip, time);
+}
+
+Frame Symbolizer::lookup(uint32_t pid, uint64_t ip, uint64_t time, bool kernel,
+                         Holds& holds) const {
+  if (looks_up_kernel(ip, kernel)) return impl_->lookup_kernel(ip, time, &holds);
+  return impl_->lookup_user(pid, ip, time, &holds);
 }
 
 Frame Symbolizer::lookup_kernel(uint64_t ip, uint64_t time, Holds& holds) const {

@@ -137,6 +137,8 @@ class Symbolizer {
   // lookup() of kernel code, with the times the answer holds for at this ip:
   // a caller may reuse it for the same ip at any time in that range.
   Frame lookup_kernel(uint64_t ip, uint64_t time, Holds& holds) const;
+  // lookup() with the times its answer holds for at this (pid, ip).
+  Frame lookup(uint32_t pid, uint64_t ip, uint64_t time, bool kernel, Holds& holds) const;
   std::optional<SourceLine> bpf_line(const Frame& frame, uint64_t ip) const;
   // The thread's COMM at `time` (the latest at or before it; the thread's
   // first one if it is older than all; else the process's); empty if unknown.
