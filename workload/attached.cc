@@ -170,6 +170,8 @@ Result<std::vector<ProgramTruth>> run_attached(const AttachedOptions& o, const s
   BPFPROF_TRY(set_rodata(object.get(), "target_tgid", static_cast<uint32_t>(::getpid())));
   bpf_program* skb = bpf_object__find_program_by_name(object.get(), "attached_skb");
   if (skb && o.cgroup.empty()) bpf_program__set_autoload(skb, false);
+  bpf_program* tc = bpf_object__find_program_by_name(object.get(), "attached_tc");
+  if (tc && !o.tc) bpf_program__set_autoload(tc, false);
   if (int err = bpf_object__load(object.get()); err != 0) {
     Error e = make_sys_error("loading the attached programs", -err);
     if (e.code == Errc::kPermission) e.message += " (needs CAP_BPF / root)";
@@ -185,6 +187,10 @@ Result<std::vector<ProgramTruth>> run_attached(const AttachedOptions& o, const s
     if (!cgroup_fd.valid()) return make_sys_error("opening " + o.cgroup, errno);
   }
   int prog_attached = -1;  // the program attached with BPF_PROG_ATTACH
+  // The clsact qdisc of the tc filter (it goes with the namespace at exit).
+  LIBBPF_OPTS(bpf_tc_hook, tc_hook, .ifindex = ifindex, .attach_point = BPF_TC_INGRESS);
+  LIBBPF_OPTS(bpf_tc_opts, tc_opts, .handle = 1, .priority = 1);
+  bool tc_attached = false;
   bpf_program* p = nullptr;
   bpf_object__for_each_program(p, object.get()) {
     if (!bpf_program__autoload(p)) continue;
@@ -201,6 +207,14 @@ Result<std::vector<ProgramTruth>> run_attached(const AttachedOptions& o, const s
     } else if (name == "attached_xdp") {
       link = bpf_program__attach_xdp(p, ifindex);
       t.attach = {std::string("xdp/") + kVethIn + netns};
+    } else if (name == "attached_tc") {
+      t.attach = {std::string("tc/ingress/") + kVethIn + netns};
+      if (int err = bpf_tc_hook_create(&tc_hook); err != 0 && err != -EEXIST)
+        return make_sys_error("creating the clsact qdisc", -err);
+      tc_opts.prog_fd = bpf_program__fd(p);
+      if (int err = bpf_tc_attach(&tc_hook, &tc_opts); err != 0)
+        return make_sys_error("attaching " + name + " (cls_bpf)", -err);
+      tc_attached = true;
     } else if (name == "attached_skb") {
       t.attach = {"cgroup_skb/egress:" + o.cgroup};
       if (o.prog_attach) {
@@ -211,7 +225,8 @@ Result<std::vector<ProgramTruth>> run_attached(const AttachedOptions& o, const s
         link = bpf_program__attach_cgroup(p, cgroup_fd.get());
       }
     }
-    if (!link && prog_attached != bpf_program__fd(p)) return make_sys_error("attaching " + name, errno);
+    const bool no_link = prog_attached == bpf_program__fd(p) || (name == "attached_tc" && tc_attached);
+    if (!link && !no_link) return make_sys_error("attaching " + name, errno);
     if (link) links.emplace_back(link, &bpf_link__destroy);
     BPFPROF_TRY(fill_truth(bpf_program__fd(p), t));
     t.load_ns = monotonic_ns();
@@ -252,6 +267,12 @@ Result<std::vector<ProgramTruth>> run_attached(const AttachedOptions& o, const s
   if (prog_attached >= 0 &&
       bpf_prog_detach2(prog_attached, cgroup_fd.get(), BPF_CGROUP_INET_EGRESS) != 0) {
     return make_sys_error("BPF_PROG_DETACH attached_skb", errno);
+  }
+  if (tc_attached) {
+    tc_opts.prog_fd = tc_opts.prog_id = 0;
+    tc_opts.flags = 0;
+    if (int err = bpf_tc_detach(&tc_hook, &tc_opts); err != 0)
+      return make_sys_error("detaching attached_tc", -err);
   }
   links.clear();
   object.reset();

@@ -2,8 +2,10 @@
 // The workload's programs attached for real (--attached): a tracepoint, a
 // raw tracepoint, XDP on a veth pair of a network namespace of its own and,
 // given a cgroup, cgroup_skb/egress on it (through a link, or with
-// BPF_PROG_ATTACH and BPF_PROG_DETACH); each triggered by the workload's
-// own syscalls until stopped, then detached. The truth names each program's
+// BPF_PROG_ATTACH and BPF_PROG_DETACH), and on request a classic tc filter
+// (cls_bpf, through netlink as libbpf's bpf_tc_attach makes it) at the
+// veth's ingress; each triggered by the workload's own syscalls until
+// stopped, then detached. The truth names each program's
 // attach point as bpfprof names it.
 #pragma once
 
@@ -21,6 +23,7 @@ namespace bpfprof::workload {
 struct AttachedOptions {
   std::string cgroup;        // cgroup v2 directory to join and attach cgroup_skb to ("" = none)
   bool prog_attach = false;  // attach cgroup_skb with BPF_PROG_ATTACH (no link), detach at the end
+  bool tc = false;           // attach a cls_bpf filter at the clsact ingress of the XDP veth
   uint64_t duration_ns = 0;  // detach after this long (0: at `stop`)
   uint32_t burn_iters = 16;  // per program execution
 };

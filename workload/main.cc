@@ -78,6 +78,9 @@ int run(int argc, char** argv) {
                                         "attach cgroup_skb/egress to it");
   app.add_option("--attached-for", attached_for, "with --attached: detach after this long")
       ->capture_default_str();
+  app.add_flag("--tc", ao.tc,
+               "with --attached: also attach a classic tc (cls_bpf) filter at the clsact "
+               "ingress of the veth that XDP is on");
   app.add_flag("--prog-attach", ao.prog_attach,
                "with --attached --cgroup: attach cgroup_skb/egress with BPF_PROG_ATTACH (no "
                "link) and detach it with BPF_PROG_DETACH");

@@ -17,6 +17,7 @@
 #include <fmt/format.h>
 
 #include "base/unique_fd.h"
+#include "bpf/tc.h"
 #include "record/capture.h"
 #include "record/enricher.h"
 
@@ -91,6 +92,9 @@ std::vector<InterfaceAttach> interfaces_here(const std::string& label) {
     a.tcx_egress = bpf::tcx_programs(idx, bpf::kAttachTcxEgress);
     a.netkit_primary = bpf::tcx_programs(idx, bpf::kAttachNetkitPrimary);
     a.netkit_peer = bpf::tcx_programs(idx, bpf::kAttachNetkitPeer);
+    // An interface netlink cannot list (gone meanwhile) has no tc filters.
+    if (auto tc = bpf::tc_programs(idx, bpf::TcDirection::kIngress); tc.ok()) a.tc_ingress = std::move(*tc);
+    if (auto tc = bpf::tc_programs(idx, bpf::TcDirection::kEgress); tc.ok()) a.tc_egress = std::move(*tc);
     out.push_back(std::move(a));
   }
   return out;
@@ -262,6 +266,8 @@ AttachScan scan_attach_points(const std::optional<Cgroup2Mount>& cgroup2, uint32
     add(i.tcx_egress, "tcx/egress");
     add(i.netkit_primary, "netkit/primary");
     add(i.netkit_peer, "netkit/peer");
+    add(i.tc_ingress, "tc/ingress");
+    add(i.tc_egress, "tc/egress");
   }
   auto links = bpf::list_links();
   if (!links.ok()) {

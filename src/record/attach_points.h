@@ -3,8 +3,8 @@
 // a user writes it and resolved at once, so a cgroup or interface that goes
 // away later keeps the name it had: every BPF link, the programs attached to
 // a cgroup of the cgroup v2 hierarchy without a link (BPF_PROG_QUERY on each
-// directory), and XDP and tcx on the interfaces of every network namespace a
-// process is in.
+// directory), and XDP, tcx and classic tc (cls_bpf) on the interfaces of
+// every network namespace a process is in.
 #pragma once
 
 #include <cstdint>
@@ -27,6 +27,7 @@ struct InterfaceAttach {
   std::string name;
   bpf::XdpPrograms xdp;
   std::vector<uint32_t> tcx_ingress, tcx_egress, netkit_primary, netkit_peer;
+  std::vector<uint32_t> tc_ingress, tc_egress;  // classic tc: cls_bpf filters on clsact
 };
 
 // What names the targets of links: cgroup paths by id, the interfaces, the

@@ -9,7 +9,8 @@
 // it (captured in the kernel as the links were made; cgroup_skb with
 // BPF_PROG_ATTACH). The report, script and the section must name every
 // point as the truth does; Linux perf still reads the file. Programs only
-// ever run through BPF_PROG_TEST_RUN are `test_run only`.
+// ever run through BPF_PROG_TEST_RUN are `test_run only`. A classic tc
+// (cls_bpf) filter is listed at start and at end.
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -204,6 +205,58 @@ TEST_F(AttachKernelTest, AttachedAndDetachedDuringRecordingAreCaptured) {
                        workload + " && sleep 0.3"});
   ASSERT_EQ(rec.exit_code, 0) << rec.err;
   check(data, read_truth(truth_path), perfdata::AttachEntry::kCaptured, true);
+}
+
+// Classic tc: the workload's cls_bpf filter at the clsact ingress of its
+// veth (netlink, no link, no bpf() attach the capture could see) is listed
+// at start when attached before the recording, and at end when attached
+// during it; named as the truth names it.
+TEST_F(AttachKernelTest, ClassicTcFiltersAreListedAtStartAndEnd) {
+  auto tc_truth = [](const std::string& path) {
+    for (const Truth& t : read_truth(path)) {
+      if (t.name == "attached_tc") return t;
+    }
+    ADD_FAILURE() << "no attached_tc in " << path;
+    return Truth{};
+  };
+  auto check_tc = [&](const std::string& data, const Truth& t, uint32_t source) {
+    ASSERT_TRUE(t.point.starts_with("tc/ingress/bpfprof1@netns:")) << t.point;
+    auto reader = perfdata::FileReader::open(data);
+    ASSERT_TRUE(reader.ok()) << reader.error().to_string();
+    ASSERT_TRUE(reader->features().attach.has_value());
+    size_t entries = 0;
+    for (const perfdata::AttachEntry& e : reader->features().attach->entries) {
+      if (e.prog_id != t.id) continue;
+      EXPECT_EQ(e.point, t.point);
+      EXPECT_EQ(e.source, source);
+      EXPECT_EQ(e.link_id, 0u) << "a tc filter has no link";
+      entries++;
+    }
+    EXPECT_EQ(entries, 1u);
+    std::map<uint32_t, nlohmann::json> programs = programs_by_id(attach_report(data));
+    ASSERT_TRUE(programs.count(t.id));
+    EXPECT_EQ(programs[t.id]["attach"], t.point);
+    RunResult perf = run({"perf", "script", "-i", data});
+    EXPECT_EQ(perf.exit_code, 0) << perf.err.substr(0, 2000);
+  };
+  {
+    const std::string truth_path = dir_.file("tc_before.json");
+    Background workload({kBin + "/bpfprof-workload", "--attached", "--tc", "--truth", truth_path});
+    ASSERT_EQ(workload.wait_for_line("ready"), "ready");
+    const std::string data = dir_.file("tc_before.data");
+    RunResult rec = run({kBin + "/bpfprof", "record", "-a", "-q", "-o", data, "--", "sleep", "0.5"});
+    ASSERT_EQ(rec.exit_code, 0) << rec.err;
+    ASSERT_EQ(workload.stop(SIGTERM), 0);
+    check_tc(data, tc_truth(truth_path), perfdata::AttachEntry::kAtStart);
+  }
+  {
+    const std::string truth_path = dir_.file("tc_during.json");
+    const std::string data = dir_.file("tc_during.data");
+    RunResult rec = run({kBin + "/bpfprof", "record", "-a", "-q", "-d", "1.5", "-o", data, "--",
+                         kBin + "/bpfprof-workload", "--attached", "--tc", "--truth", truth_path});
+    ASSERT_EQ(rec.exit_code, 0) << rec.err;
+    check_tc(data, tc_truth(truth_path), perfdata::AttachEntry::kAtEnd);
+  }
 }
 
 TEST_F(AttachKernelTest, ProgramsRunOnlyByTestRunAreTestRunOnly) {

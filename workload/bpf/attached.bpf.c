@@ -6,6 +6,7 @@
  *   attached_raw_tp  raw_tp/task_rename                     prctl(PR_SET_NAME)
  *   attached_xdp     xdp on a veth of the workload's netns   frames sent into its peer
  *   attached_skb     cgroup_skb/egress on the given cgroup  UDP sent from inside it
+ *   attached_tc      tc (cls_bpf) at the veth's ingress      the frames XDP passes
  * The tracepoints fire for every task: those programs burn only for the
  * workload's process (target_tgid, set before load).
  */
@@ -47,6 +48,12 @@ SEC("cgroup_skb/egress")
 int attached_skb(struct __sk_buff *ctx)
 {
 	return burn(ctx->len) & 0 ? 0 : 1;
+}
+
+SEC("tc")
+int attached_tc(struct __sk_buff *ctx)
+{
+	return burn(ctx->len) & 0 ? 2 /* TC_ACT_SHOT */ : 0 /* TC_ACT_OK */;
 }
 
 char LICENSE[] SEC("license") = "GPL";
