@@ -315,9 +315,12 @@ TEST(CgroupKernelTest, ScriptJsonNamesOwnerAttachAndCgroupOfBpfLeaves) {
   const std::string data = dir.file("script.data");
   RunResult rec = run({kBin + "/bpfprof", "record", "-a", "--cgroup", "-F", "999", "-q", "-o", data,
                        "--", "sh", "-c",
-                       "echo $$ > \"$1/cgroup.procs\" && exec \"$2\" --long-lived 1s --programs 2 --quiet",
-                       "sh", mount + "/" + name, kBin + "/bpfprof-workload"});
+                       "echo $$ > \"$1/cgroup.procs\" && echo $$ > \"$3\" && "
+                       "exec \"$2\" --long-lived 1s --programs 2 --quiet",
+                       "sh", mount + "/" + name, kBin + "/bpfprof-workload", dir.file("pid")});
   ASSERT_EQ(rec.exit_code, 0) << rec.err;
+  // Only this workload's samples: another one may burn a long_burner meanwhile.
+  const int pid = std::stoi(read_word(dir.file("pid")));
   RunResult script = run({kBin + "/bpfprof", "script", "-q", "-i", data, "--format", "json"});
   ASSERT_EQ(script.exit_code, 0) << script.err;
   size_t burner = 0;
@@ -325,7 +328,7 @@ TEST(CgroupKernelTest, ScriptJsonNamesOwnerAttachAndCgroupOfBpfLeaves) {
   for (std::string line; std::getline(lines, line);) {
     const auto s = nlohmann::json::parse(line, nullptr, false);
     ASSERT_TRUE(s.is_object()) << line;
-    if (!s.contains("bpf_prog") || s["bpf_prog"] != "long_burner") continue;
+    if (!s.contains("bpf_prog") || s["bpf_prog"] != "long_burner" || s["pid"] != pid) continue;
     burner++;
     // Loaded and run by the workload itself, in the test's cgroup.
     EXPECT_EQ(s.at("owner"), "bpfprof-workloa[" + std::to_string(s.at("pid").get<int>()) + "]") << line;
