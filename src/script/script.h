@@ -19,6 +19,7 @@ struct ScriptOptions {
 };
 
 // Writes every sample of `session` to `out`. Errors only when writing fails.
+// When `out` is a pipe, its buffer is widened to 1 MiB first (see script.cc).
 Status write_script(const analysis::Session& session, const ScriptOptions& options, std::FILE* out);
 
 }  // namespace bpfprof::script

@@ -8,10 +8,14 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <cstdio>
 #include <limits>
 #include <map>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "analysis/aggregate.h"
@@ -323,6 +327,38 @@ TEST(ScriptLines, AnAddressReusedByAnotherProgramIsNamedByTheProgramAliveThen) {
   const std::vector<std::string> want = {a, a, a, "[unknown]", "[unknown]", "[unknown]",
                                          b, b, b, b, b, b};
   EXPECT_EQ(syms, want);
+}
+
+TEST(ScriptLines, WrittenToAPipeTheyAreTheSameAndThePipeIsWidened) {
+  bpfprof::testing::TempDir dir;
+  const std::string path = dir.file("piped.data");
+  ASSERT_EQ(write_recording(path, Shape{}), "");
+  auto s = Session::open(path, SessionOptions{});
+  ASSERT_TRUE(s.ok()) << s.error().to_string();
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  const int before = ::fcntl(fds[0], F_GETPIPE_SZ);
+  std::string piped;
+  std::thread reader([&] {
+    char buf[65536];
+    for (ssize_t n; (n = ::read(fds[0], buf, sizeof buf)) > 0;) piped.append(buf, static_cast<size_t>(n));
+  });
+  std::FILE* out = ::fdopen(fds[1], "w");
+  ASSERT_NE(out, nullptr);
+  const Status written = script::write_script(**s, script::ScriptOptions{}, out);
+  const int after = ::fcntl(fds[1], F_GETPIPE_SZ);
+  std::fclose(out);
+  reader.join();
+  ::close(fds[0]);
+  ASSERT_TRUE(written.ok()) << written.error().to_string();
+  const std::string want = script_of(**s);
+  EXPECT_GT(want.size(), 1u << 20);
+  EXPECT_EQ(piped, want);
+  EXPECT_LT(before, 1 << 20);
+  // Root may always widen a pipe up to fs.pipe-max-size (1 MiB by default).
+  if (::geteuid() == 0) {
+    EXPECT_EQ(after, 1 << 20);
+  }
 }
 
 TEST(SessionPass1, HalvesAtOnceGiveWhatOneWalkGives) {
