@@ -58,20 +58,52 @@ tiny_b="$work/tiny-bpfprof.data" tiny_p="$work/tiny-perf.data"
 
 samples() { perf report -i "$1" --stats 2>/dev/null | awk '/SAMPLE events:/ { print $3; exit }'; }
 
-# One timed run: "seconds maxrss_kb output_bytes".
+# One timed run: "seconds maxrss_kb output_bytes". Wall time from bash's
+# microsecond clock around the whole pipeline (/usr/bin/time counts in 10 ms
+# steps), which includes starting /usr/bin/time and wc (see `harness` below);
+# peak RSS from /usr/bin/time.
 timed() {
-  /usr/bin/time -f '%e %M' -o "$work/t" "$@" 2>"$work/err" | wc -c >"$work/bytes" || {
+  local t0 t1
+  t0=$EPOCHREALTIME
+  /usr/bin/time -f '%M' -o "$work/t" "$@" 2>"$work/err" | wc -c >"$work/bytes" || {
     cat "$work/err" >&2
     exit 1
   }
-  echo "$(cat "$work/t") $(cat "$work/bytes")"
+  t1=$EPOCHREALTIME
+  echo "$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.4f", b - a }') $(cat "$work/t") $(cat "$work/bytes")"
 }
 median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2) }'; }
 
-# row label file "perf command" "bpfprof command": paired, alternating order.
+# Wall seconds of a command (output to /dev/null), median of runs.
+wall() {
+  local ts=() t0 t1
+  for ((i = 0; i < runs; i++)); do
+    t0=$EPOCHREALTIME
+    "$@" >/dev/null
+    t1=$EPOCHREALTIME
+    ts+=("$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.4f", b - a }')")
+  done
+  printf '%s\n' "${ts[@]}" | median
+}
+# The floors of reading each big file: the page-cache read (cat), and the
+# least a reader does (bench/read_floor.cc: map, walk every record, sum the
+# leaf ips; process start included) on one core and with both halves read at
+# once. What timed() adds to every row: the same pipeline around `true`.
+harness=$(for ((i = 0; i < runs; i++)); do timed true | cut -d' ' -f1; done | median)
+floor_b_cat=$(wall cat "$big_b") floor_p_cat=$(wall cat "$big_p")
+floor_b1=$(wall "$bin/bpfprof-read-floor" "$big_b") floor_p1=$(wall "$bin/bpfprof-read-floor" "$big_p")
+floor_b2=$(wall "$bin/bpfprof-read-floor" -j 2 "$big_b") floor_p2=$(wall "$bin/bpfprof-read-floor" -j 2 "$big_p")
+floor_tb1=$(wall "$bin/bpfprof-read-floor" "$tiny_b") floor_tp1=$(wall "$bin/bpfprof-read-floor" "$tiny_p")
+# script's output alone: its bytes from the page cache through a pipe to wc.
+"$bpfprof" script -q -i "$big_b" >"$work/script.out"
+floor_out=$(wall bash -c "cat '$work/script.out' | wc -c")
+out_mb=$(($(stat -c %s "$work/script.out") / 1000000))
+rm -f "$work/script.out"
+
+# row label file "perf command" "bpfprof command" floor: paired, alternating order.
 rows=()
 row() {
-  local label=$1 file=$2 pcmd=$3 bcmd=$4
+  local label=$1 file=$2 pcmd=$3 bcmd=$4 floor=$5
   local pt=() pm=() bt=() bm=() pb=0 bb=0
   cat "$file" >/dev/null
   for ((i = 0; i < runs; i++)); do
@@ -93,10 +125,10 @@ row() {
   pmm=$(printf '%s\n' "${pm[@]}" | median)
   bmm=$(printf '%s\n' "${bm[@]}" | median)
   rows+=("$(awk -v l="$label" -v pc="${pcmd//FILE/f}" -v bc="${bcmd//FILE/f}" -v pt="$ptm" -v bt="$btm" \
-    -v pm="$pmm" -v bm="$bmm" -v pb="$pb" -v bb="$bb" -v pr="${pt[*]}" -v br="${bt[*]}" 'BEGIN {
-      printf "| %s | `%s` | %.3f s, %.0f MiB | `%s` | %.3f s, %.0f MiB | **%.1fx** | %.2f | %.1f / %.1f MB | %s / %s |",
-        l, pc, pt, pm / 1024, bc, bt, bm / 1024, (bt > 0 ? pt / bt : 0), (pm > 0 ? bm / pm : 0),
-        pb / 1e6, bb / 1e6, pr, br }')")
+    -v pm="$pmm" -v bm="$bmm" -v pb="$pb" -v bb="$bb" -v pr="${pt[*]}" -v br="${bt[*]}" -v fl="$floor" 'BEGIN {
+      printf "| %s | `%s` | %.3f s, %.0f MiB | `%s` | %.3f s, %.0f MiB | **%.1fx** | %.1f | %.2f | %.1f / %.1f MB | %s / %s |",
+        l, pc, pt, pm / 1024, bc, bt, bm / 1024, (bt > 0 ? pt / bt : 0), (fl > 0 ? bt / fl : 0),
+        (pm > 0 ? bm / pm : 0), pb / 1e6, bb / 1e6, pr, br }')")
   echo "${rows[-1]}" >&2
 }
 
@@ -107,21 +139,16 @@ B="$bpfprof"
 # bpfprof the same symbols, once that flag exists.
 K=${BPFPROF_BENCH_KALLSYMS-}
 for kind in bpfprof perf; do
-  if [[ $kind == bpfprof ]]; then big=$big_b tiny=$tiny_b k=""; else big=$big_p tiny=$tiny_p k=$K; fi
-  row "callers tree ($kind file)" "$big" "perf report -i FILE --stdio" "$B report -i FILE -g $k"
-  row "flat ($kind file)" "$big" "perf report -i FILE --stdio --no-children --sort sym -g none" "$B report -i FILE $k"
-  row "script ($kind file)" "$big" "perf script -i FILE -G" "$B script -i FILE $k"
-  row "1 s at 99 Hz ($kind file)" "$tiny" "perf report -i FILE --stdio" "$B report -i FILE $k"
+  if [[ $kind == bpfprof ]]; then
+    big=$big_b tiny=$tiny_b k="" fb=$floor_b1 ft=$floor_tb1
+  else
+    big=$big_p tiny=$tiny_p k=$K fb=$floor_p1 ft=$floor_tp1
+  fi
+  row "callers tree ($kind file)" "$big" "perf report -i FILE --stdio" "$B report -i FILE -g $k" "$fb"
+  row "flat ($kind file)" "$big" "perf report -i FILE --stdio --no-children --sort sym -g none" "$B report -i FILE $k" "$fb"
+  row "script ($kind file)" "$big" "perf script -i FILE -G" "$B script -i FILE $k" "$fb"
+  row "1 s at 99 Hz ($kind file)" "$tiny" "perf report -i FILE --stdio" "$B report -i FILE $k" "$ft"
 done
-
-floor() {  # the page-cache read of a file: cat to /dev/null, median of runs
-  local f=$1 ts=()
-  for ((i = 0; i < runs; i++)); do
-    /usr/bin/time -f '%e' -o "$work/t" cat "$f" >/dev/null
-    ts+=("$(cat "$work/t")")
-  done
-  printf '%s\n' "${ts[@]}" | median
-}
 
 section=$(
   echo "### User benchmark: \`bench/user_bench.sh $runs $secs\` at $commit ($(date -u +%Y-%m-%d), load $(cut -d' ' -f1-3 /proc/loadavg))"
@@ -132,11 +159,17 @@ section=$(
   echo "1 s at 99 Hz: bpfprof's $(samples "$tiny_b") samples, $(($(stat -c %s "$tiny_b") / 1000)) kB;"
   echo "perf's $(samples "$tiny_p") samples, $(($(stat -c %s "$tiny_p") / 1000)) kB. $runs paired runs per row,"
   echo "alternating which tool goes first; wall time and peak RSS are medians; output to a pipe"
-  echo "counted by \`wc -c\`. \`f\` is the file. Page-cache read of the big files (\`cat f >/dev/null\`):"
-  echo "bpfprof's $(floor "$big_b") s, perf's $(floor "$big_p") s."
+  echo "counted by \`wc -c\`; wall time from bash's \`\$EPOCHREALTIME\` around the pipeline, which adds"
+  echo "$harness s (the same pipeline around \`true\`, not subtracted). \`f\` is the file. Floors of the"
+  echo "big files (wall, medians, output to /dev/null): page-cache read \`cat f\` bpfprof's $floor_b_cat s,"
+  echo "perf's $floor_p_cat s; \`bpfprof-read-floor f\` (bench/read_floor.cc: map, walk every record, sum"
+  echo "the leaf ips, one core) $floor_b1 s and $floor_p1 s; its \`-j 2\` (both halves touched at once)"
+  echo "$floor_b2 s and $floor_p2 s; on the tiny files $floor_tb1 s and $floor_tp1 s. **x floor** is"
+  echo "bpfprof's time over the one-core read floor of the same file. Script's output alone (its"
+  echo "$out_mb MB on bpfprof's file, from the page cache through a pipe to \`wc -c\`): $floor_out s."
   echo
-  echo "| mode | perf command | perf | bpfprof command | bpfprof | speed | memory (bpfprof / perf) | output perf / bpfprof | runs, s (perf / bpfprof) |"
-  echo "|---|---|---|---|---|---|---|---|---|"
+  echo "| mode | perf command | perf | bpfprof command | bpfprof | speed | x floor | memory (bpfprof / perf) | output perf / bpfprof | runs, s (perf / bpfprof) |"
+  echo "|---|---|---|---|---|---|---|---|---|---|"
   printf '%s\n' "${rows[@]}"
 )
 echo "$section"
