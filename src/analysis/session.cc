@@ -155,10 +155,11 @@ size_t Session::chunk_count() const {
 
 Status Session::for_each_sample(size_t first, size_t last, const SampleFn& fn) const {
   if (first >= last || first >= chunk_count()) return ok_status();
+  perfdata::AttrMemo attr_of(reader_);
   auto on_record = [&](const perf::RecordView& r, uint64_t) {
     if (r.header.type != perf::kRecordSample) return;
     // Pass 1 counted samples without a known attr; they are not walked.
-    if (const perfdata::FileAttr* attr = reader_.attr_for(r)) fn(r, attr->layout);
+    if (const perfdata::FileAttr* attr = attr_of(r)) fn(r, attr->layout);
   };
   if (compressed_) return for_each_record(on_record);
   const uint64_t begin = chunk_starts_[first];

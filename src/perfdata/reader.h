@@ -158,11 +158,13 @@ class AttrMemo {
     const std::vector<FileAttr>& attrs = reader_.attrs();
     if (attrs.size() <= 1) return attrs.empty() ? nullptr : &attrs[0];
     // Where attr_for reads the id (all attrs of a valid file agree on it).
-    const std::optional<uint64_t> id = attrs[0].layout.id_of(r);
-    if (id && *id != 0 && *id == id_) return attr_;
+    // A plain word, not the optional: copying that through the stack cost
+    // a stalled load per record. No id and id 0 are never remembered.
+    const uint64_t id = attrs[0].layout.id_of(r).value_or(0);
+    if (id != 0 && id == id_) return attr_;
     const FileAttr* attr = reader_.attr_for(r);
-    if (id && *id != 0) {
-      id_ = *id;
+    if (id != 0) {
+      id_ = id;
       attr_ = attr;
     }
     return attr;
