@@ -124,7 +124,10 @@ row() {
   btm=$(printf '%s\n' "${bt[@]}" | median)
   pmm=$(printf '%s\n' "${pm[@]}" | median)
   bmm=$(printf '%s\n' "${bm[@]}" | median)
-  rows+=("$(awk -v l="$label" -v pc="${pcmd//FILE/f}" -v bc="${bcmd//FILE/f}" -v pt="$ptm" -v bt="$btm" \
+  local shown=${bcmd//FILE/f}
+  shown=${shown//$bpfprof/bpfprof}
+  shown=${shown% }
+  rows+=("$(awk -v l="$label" -v pc="${pcmd//FILE/f}" -v bc="$shown" -v pt="$ptm" -v bt="$btm" \
     -v pm="$pmm" -v bm="$bmm" -v pb="$pb" -v bb="$bb" -v pr="${pt[*]}" -v br="${bt[*]}" -v fl="$floor" 'BEGIN {
       printf "| %s | `%s` | %.3f s, %.0f MiB | `%s` | %.3f s, %.0f MiB | **%.1fx** | %.1f | %.2f | %.1f / %.1f MB | %s / %s |",
         l, pc, pt, pm / 1024, bc, bt, bm / 1024, (bt > 0 ? pt / bt : 0), (fl > 0 ? bt / fl : 0),
