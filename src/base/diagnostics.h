@@ -51,6 +51,8 @@
     "BPF programs whose owner is a process but whose owner's cgroup the recording does not tell (loaded without the in-kernel capture, or no CGROUP record names it)") \
   X(kBpfAttachUnknown, "bpf_attach_unknown", kUnnamed, kNonZero,                                 \
     "BPF programs whose attach point the recording does not tell ([none known]: none listed at start or end nor captured; [unknown]: a file without section 254)") \
+  X(kBpfLinksLost, "bpf_links_lost", kLoss, kNonZero,                                              \
+    "BPF links created during the recording whose attach point is unknown (a link type the in-kernel capture does not read, or a record its ring could not take, gone before its query by id)") \
   X(kCgroupUnknown, "cgroup_unknown", kUnnamed, kNonZero,                                          \
     "samples counted under cgroup/container as [unknown] (recorded without --cgroup) or as an id no CGROUP record named") \
   X(kUnknownFramesNoKallsyms, "unknown_frames.no_kallsyms", kUnnamed, kAlways,                     \

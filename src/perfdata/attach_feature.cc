@@ -28,6 +28,7 @@ std::vector<std::byte> encode_attach(const AttachSection& s) {
     out.resize(at + len);
     std::memcpy(out.data() + at, point.data(), point.size());
   }
+  append_pod(out, s.links_lost);
   return out;
 }
 
@@ -58,6 +59,9 @@ Result<AttachSection> decode_attach(Bytes section, uint64_t base_offset) {
     }
     BPFPROF_ASSIGN_OR_RETURN(std::string_view point, c.fixed_string(len, "ATTACH point"));
     e.point = point;
+  }
+  if (c.remaining() > 0) {
+    BPFPROF_ASSIGN_OR_RETURN(s.links_lost, c.u64("ATTACH links_lost"));
   }
   return s;
 }

@@ -34,13 +34,20 @@ struct AttachEntry {
 
 struct AttachSection {
   std::vector<AttachEntry> entries;
+  // Links created during the recording whose point is unknown: the capture
+  // did not name them (a type it does not read, or a record its ring could
+  // not take) and they were gone before their query by id.
+  uint64_t links_lost = 0;
 };
 
 // 254: u32 version (1), u32 count, then per entry
 //      {u32 prog_id, u32 link_id, u32 source, u32 point_len, u64 time_ns,
-//       char point[point_len]} with point_len a multiple of 8 (NUL padded).
+//       char point[point_len]} with point_len a multiple of 8 (NUL padded),
+//      then u64 links_lost (absent in older files: 0; older readers stop
+//      before it).
 // In-stream, the section comes in several blobs (start, each round that
-// learned links, end): a reader concatenates their entries.
+// learned links, end): a reader concatenates their entries, and takes the
+// largest links_lost (each blob carries the count so far).
 std::vector<std::byte> encode_attach(const AttachSection& s);
 Result<AttachSection> decode_attach(Bytes section, uint64_t base_offset);
 

@@ -17,6 +17,7 @@ AttachSection sample_attach() {
   s.entries.push_back({10, 0, AttachEntry::kAtStart, 0, "cgroup_skb/egress:/sys/fs/cgroup/a b"});
   s.entries.push_back({11, 9, AttachEntry::kCaptured, 12345, "xdp/eth0@netns:4026532174"});
   s.entries.push_back({12, 0, AttachEntry::kAtEnd, 99, std::string(13, 'x')});  // 13+1 -> 16 bytes
+  s.links_lost = 3;
   return s;
 }
 
@@ -31,6 +32,19 @@ TEST(AttachFeatureTest, RoundTripThroughTheFeatureTable) {
   ASSERT_TRUE(decode_feature(kFeatBpfprofAttach, sections[kFeatBpfprofAttach], 0, back, names).ok());
   ASSERT_TRUE(back.attach.has_value());
   EXPECT_EQ(back.attach->entries, sample_attach().entries);
+  EXPECT_EQ(back.attach->links_lost, 3u);
+}
+
+TEST(AttachFeatureTest, OlderSectionsWithoutLinksLostAreRead) {
+  std::vector<std::byte> bytes = encode_attach(sample_attach());
+  bytes.resize(bytes.size() - 8);  // what versions before the counter wrote
+  auto old = decode_attach(bytes, 0);
+  ASSERT_TRUE(old.ok()) << old.error().to_string();
+  EXPECT_EQ(old->entries, sample_attach().entries);
+  EXPECT_EQ(old->links_lost, 0u);
+  // A counter cut short is an error, not a guess.
+  bytes.resize(bytes.size() + 4);
+  EXPECT_FALSE(decode_attach(bytes, 0).ok());
 }
 
 TEST(AttachFeatureTest, AnEmptySectionSaysNoneKnownNotAbsent) {
@@ -52,7 +66,7 @@ TEST(AttachFeatureTest, HostileSectionsAreRefusedWithTheOffset) {
   EXPECT_EQ(r.error().code, Errc::kTruncated);
   EXPECT_EQ(r.error().offset, std::optional<uint64_t>(108));
   // Cut inside the last entry's point.
-  auto cut = decode_attach(Bytes(bytes).first(bytes.size() - 3), 0);
+  auto cut = decode_attach(Bytes(bytes).first(bytes.size() - 8 - 3), 0);
   ASSERT_FALSE(cut.ok());
   EXPECT_EQ(cut.error().code, Errc::kTruncated);
   // Another version.

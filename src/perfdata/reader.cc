@@ -308,6 +308,7 @@ Status FileReader::take_in_stream_features() {
     } else if (b.feat == kFeatBpfprofAttach && features_.attach) {
       if (!attach) attach.emplace();
       for (AttachEntry& e : features_.attach->entries) attach->entries.push_back(std::move(e));
+      attach->links_lost = std::max(attach->links_lost, features_.attach->links_lost);
       features_.attach.reset();
     } else if (b.feat == kFeatBpfprofOwners && features_.owners) {
       // The holders at start, then the loaders' cgroups as they are learned.

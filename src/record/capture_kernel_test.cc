@@ -496,6 +496,49 @@ TEST(CaptureRecordKernelTest, FullCaptureRingFallsBackById) {
   EXPECT_GT(f.enrichment->capture_lost, 0u) << "a full ring is counted";
 }
 
+// Links of a type the capture does not name (perf_event links of a plain
+// software event) are queried by id when the recorder drains the capture;
+// ones closed at once are gone by then. Each is named by id or counted in
+// section 254's links_lost: none vanishes silently. (Which of the two
+// depends on when the drain comes: the test asserts the accounting.)
+TEST(CaptureRecordKernelTest, LinksGoneBeforeTheirQueryAreCounted) {
+  bpfprof::testing::TempDir dir;
+  RecordOptions o;
+  o.system_wide = true;
+  o.duration_s = 1.0;
+  o.output = dir.file("links.data");
+  UniqueFd prog = load_trivial(BPF_PROG_TYPE_PERF_EVENT, "bpfprof_pe");
+  ASSERT_TRUE(prog.valid());
+  std::set<uint32_t> ours;
+  auto stats = record_while(o, [&] {
+    for (int i = 0; i < 5; i++) {
+      UniqueFd event = perf_event(PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CPU_CLOCK);
+      UniqueFd link(bpf_link_create(prog.get(), event.get(), BPF_PERF_EVENT, nullptr));
+      if (link.valid()) ours.insert(link_id(link.get()));
+    }
+  });
+  if (!stats.ok() && stats.error().code == Errc::kPermission) {
+    BPFPROF_KERNEL_SKIP(stats.error().to_string());
+  }
+  ASSERT_TRUE(stats.ok()) << stats.error().to_string();
+  if (!stats->enrichment.in_kernel) BPFPROF_KERNEL_SKIP("capture not used: " + stats->enrichment.capture_refused);
+  ASSERT_EQ(ours.size(), 5u);
+  auto reader = perfdata::FileReader::open(o.output);
+  ASSERT_TRUE(reader.ok()) << reader.error().to_string();
+  const perfdata::Features& f = reader->features();
+  ASSERT_TRUE(f.attach.has_value());
+  size_t named = 0;
+  for (const perfdata::AttachEntry& e : f.attach->entries) {
+    if (!ours.count(e.link_id)) continue;
+    EXPECT_EQ(e.point, "perf_event");
+    EXPECT_EQ(e.source, perfdata::AttachEntry::kById);
+    named++;
+  }
+  EXPECT_LE(named, ours.size());
+  EXPECT_GE(f.attach->links_lost + named, ours.size())
+      << named << " named by id, " << f.attach->links_lost << " counted lost";
+}
+
 // --enrich=user: the user-space enricher, as before capture existed, and
 // the file says capture was not tried.
 TEST(CaptureRecordKernelTest, EnrichUserUsesTheEnricher) {

@@ -331,8 +331,8 @@ Result<RecordStats> record(const RecordOptions& o, const RecordSink& sink) {
   // Attach points learned during the recording: into the data as learned.
   auto add_attach = [&](std::vector<perfdata::AttachEntry> learned) -> Status {
     if (learned.empty() || writer.write_failed()) return ok_status();
-    Status s = writer.append_in_stream(perfdata::kFeatBpfprofAttach,
-                                       perfdata::encode_attach({learned}));
+    perfdata::AttachSection more{learned, in_kernel ? in_kernel->links_lost() : 0};
+    Status s = writer.append_in_stream(perfdata::kFeatBpfprofAttach, perfdata::encode_attach(more));
     for (perfdata::AttachEntry& e : learned) attach.entries.push_back(std::move(e));
     return s;
   };
@@ -457,6 +457,7 @@ Result<RecordStats> record(const RecordOptions& o, const RecordSink& sink) {
   }
   features.enrichment = enrichment_section(enrichment, bpf->synthesized, stored);
   features.owners = std::move(owners);
+  if (in_kernel) attach.links_lost = in_kernel->links_lost();
   features.attach = std::move(attach);
   if (o.bpf_stats) {
     perfdata::RunStatsSection rs;
