@@ -50,21 +50,31 @@ struct CgroupDirs {
   }
 };
 
+// Cgroups `<name>-a`, made now, and `<name>-b`, left for the recording's
+// script to make; both removed however the test ends. id_a is a's id (a
+// cgroup v2 directory's inode is its id); 0 when a could not be made.
+struct TwoCgroups {
+  std::string a, b;
+  uint64_t id_a = 0;
+  CgroupDirs cleanup;
+  TwoCgroups(const std::string& mount, const std::string& name)
+      : a(mount + "/" + name + "-a"), b(mount + "/" + name + "-b") {
+    cleanup.dirs = {a, b};
+    struct stat st{};
+    if (::mkdir(a.c_str(), 0755) == 0 && ::stat(a.c_str(), &st) == 0) id_a = st.st_ino;
+  }
+};
+
 TEST(CgroupKernelTest, RecordsWhichCgroupPaidAndPerfReadsIt) {
   const std::string mount = cgroup2_mount();
   if (mount.empty()) BPFPROF_KERNEL_SKIP("no cgroup v2 hierarchy mounted");
   if (::geteuid() != 0) BPFPROF_KERNEL_SKIP("creating cgroups needs root");
   TempDir dir;
   const std::string name = "bpfprof-test-" + std::to_string(::getpid());
-  const std::string a = mount + "/" + name + "-a";
-  const std::string b = mount + "/" + name + "-b";
-  CgroupDirs cleanup;
-  ASSERT_EQ(::mkdir(a.c_str(), 0755), 0) << a;
-  cleanup.dirs.push_back(a);
-  cleanup.dirs.push_back(b);  // made by the script, during the recording
-  struct stat st{};
-  ASSERT_EQ(::stat(a.c_str(), &st), 0);
-  const uint64_t id_a = st.st_ino;  // a cgroup v2 directory's inode is its id
+  TwoCgroups cgroups(mount, name);
+  ASSERT_NE(cgroups.id_a, 0u) << cgroups.a;
+  const std::string &a = cgroups.a, &b = cgroups.b;
+  const uint64_t id_a = cgroups.id_a;
 
   // Each burner moves itself into its cgroup, writes its pid, then spins in
   // the shell (no child processes: every sample of it has its pid).
@@ -205,15 +215,10 @@ TEST(CgroupKernelTest, NamesTheCgroupOfEachProgramsLoader) {
   if (std::string why = bpf_refusal(kBin); !why.empty()) BPFPROF_KERNEL_SKIP(why);
   TempDir dir;
   const std::string name = "bpfprof-test-loader-" + std::to_string(::getpid());
-  const std::string a = mount + "/" + name + "-a";
-  const std::string b = mount + "/" + name + "-b";
-  CgroupDirs cleanup;
-  ASSERT_EQ(::mkdir(a.c_str(), 0755), 0) << a;
-  cleanup.dirs.push_back(a);
-  cleanup.dirs.push_back(b);  // made by the script, during the recording
-  struct stat st{};
-  ASSERT_EQ(::stat(a.c_str(), &st), 0);
-  const uint64_t id_a = st.st_ino;
+  TwoCgroups cgroups(mount, name);
+  ASSERT_NE(cgroups.id_a, 0u) << cgroups.a;
+  const std::string &a = cgroups.a, &b = cgroups.b;
+  const uint64_t id_a = cgroups.id_a;
 
   // Each workload moves itself into its cgroup, then loads and runs a few
   // programs (and writes their ids).
