@@ -10,7 +10,6 @@
 #include <map>
 #include <memory>
 #include <set>
-#include <tuple>
 
 #include <fmt/format.h>
 
@@ -21,7 +20,7 @@
 #include "record/capture_enricher.h"
 #include "record/event_set.h"
 #include "record/output_file.h"
-#include "record/owners.h"
+#include "record/program_sections.h"
 #include "record/signals.h"
 #include "record/synthesize.h"
 #include "record/workload.h"
@@ -295,47 +294,10 @@ Result<RecordStats> record(const RecordOptions& o, const RecordSink& sink) {
   auto bpf = write_initial_state(writer, events, layout.id_hdr_size(), *kallsyms,
                                  names_cgroups(o), o.cgroup, sink);
   if (!bpf.ok()) return before_start(std::move(bpf).error());
-  std::optional<Cgroup2Mount> cgroup2;
-  if (auto mountinfo = read_text_file("/proc/self/mountinfo"); mountinfo.ok()) {
-    cgroup2 = find_cgroup2_mount(*mountinfo);
-  }
-  // Who holds the programs that were there before us, and in which cgroups
-  // (those loaded from now on name their loader in their BPF_EVENT, the
-  // capture its cgroup); in the data at once, too.
-  perfdata::OwnersSection owners = scan_program_owners(bpf->synthesized, cgroup2);
-  if (auto s = writer.append_in_stream(perfdata::kFeatBpfprofOwners, perfdata::encode_owners(owners));
-      !s.ok()) {
-    return before_start(std::move(s).error());
-  }
-  // The loaders' cgroups the capture reads: into the data as learned.
-  auto add_loaders = [&](std::vector<std::pair<uint32_t, uint64_t>> learned) -> Status {
-    if (learned.empty() || writer.write_failed()) return ok_status();
-    perfdata::OwnersSection more;
-    for (const auto& [prog, cgroup] : learned) more.loaders.push_back({prog, cgroup});
-    Status s = writer.append_in_stream(perfdata::kFeatBpfprofOwners, perfdata::encode_owners(more));
-    owners.loaders.insert(owners.loaders.end(), more.loaders.begin(), more.loaders.end());
-    return s;
-  };
-  // Where every program is attached (links, cgroups, interfaces), named now.
-  perfdata::AttachSection attach;
-  {
-    AttachScan scan = scan_attach_points(cgroup2, perfdata::AttachEntry::kAtStart, 0);
-    if (scan.failed && sink.notice) sink.notice("BPF links not listed: " + scan.failed->to_string());
-    attach.entries = std::move(scan.entries);
-    if (auto s = writer.append_in_stream(perfdata::kFeatBpfprofAttach, perfdata::encode_attach(attach));
-        !s.ok()) {
-      return before_start(std::move(s).error());
-    }
-    if (in_kernel) in_kernel->set_attach_context(cgroup2, std::move(scan.cgroup_paths));
-  }
-  // Attach points learned during the recording: into the data as learned.
-  auto add_attach = [&](std::vector<perfdata::AttachEntry> learned) -> Status {
-    if (learned.empty() || writer.write_failed()) return ok_status();
-    perfdata::AttachSection more{learned, in_kernel ? in_kernel->links_lost() : 0};
-    Status s = writer.append_in_stream(perfdata::kFeatBpfprofAttach, perfdata::encode_attach(more));
-    for (perfdata::AttachEntry& e : learned) attach.entries.push_back(std::move(e));
-    return s;
-  };
+  // Who holds the programs there before us, where every program is
+  // attached: listed now, into the data at once.
+  auto sections = ProgramSections::start(writer, bpf->synthesized, in_kernel.get(), sink);
+  if (!sections.ok()) return before_start(std::move(sections).error());
   if (auto s = hand_to_writer(writer, bpf->infos, bpf->btfs); !s.ok())
     return before_start(std::move(s).error());
   if (auto s = writer.finish_round(); !s.ok()) return before_start(std::move(s).error());
@@ -361,8 +323,8 @@ Result<RecordStats> record(const RecordOptions& o, const RecordSink& sink) {
     enricher->take_learned(infos, btfs);
     BPFPROF_TRY(hand_to_writer(writer, infos, btfs));
     const bool learned = !links.empty() || !loaders.empty();
-    BPFPROF_TRY(add_attach(std::move(links)));
-    BPFPROF_TRY(add_loaders(std::move(loaders)));
+    BPFPROF_TRY(sections->add_attach(std::move(links)));
+    BPFPROF_TRY(sections->add_loaders(std::move(loaders)));
     if (copied || !infos.empty() || !btfs.empty() || learned) return writer.finish_round();
     return ok_status();
   };
@@ -385,36 +347,15 @@ Result<RecordStats> record(const RecordOptions& o, const RecordSink& sink) {
   events.disable_all();
   Status drained = stop.ok() ? loop.pass() : ok_status();
   const uint64_t t1 = monotonic_ns();
-  if (in_kernel) {
-    in_kernel->stop();
-    std::vector<perfdata::AttachEntry> links;
-    in_kernel->take_attach(links);
-    (void)add_attach(std::move(links));
-    std::vector<std::pair<uint32_t, uint64_t>> loaders;
-    in_kernel->take_loader_cgroups(loaders);
-    (void)add_loaders(std::move(loaders));
-  }
+  if (in_kernel) in_kernel->stop();
   enricher->stop();
   // The final values are read: the statistics go off (they cost every run).
   stats_fd.reset();
   const uint64_t stats_off_ns = o.bpf_stats ? monotonic_ns() : 0;
 
-  // Attached during the recording and still there: listed again (those
-  // already listed at start are not repeated).
-  {
-    AttachScan end = scan_attach_points(cgroup2, perfdata::AttachEntry::kAtEnd, monotonic_ns());
-    std::set<std::tuple<uint32_t, uint32_t, std::string>> known;
-    for (const perfdata::AttachEntry& e : attach.entries) known.emplace(e.prog_id, e.link_id, e.point);
-    perfdata::AttachSection added;
-    for (perfdata::AttachEntry& e : end.entries) {
-      if (!known.count({e.prog_id, e.link_id, e.point})) added.entries.push_back(std::move(e));
-    }
-    if (!added.entries.empty() && !writer.write_failed()) {
-      (void)writer.append_in_stream(perfdata::kFeatBpfprofAttach, perfdata::encode_attach(added));
-    }
-    for (perfdata::AttachEntry& e : added.entries) attach.entries.push_back(std::move(e));
-  }
-
+  // Attached during the recording and still there, listed before the
+  // workload goes.
+  Status listed = sections->list_at_end();
   RecordStats stats;
   if (workload) stats.workload_status = workload->terminate_and_reap();
   const DrainCounters& c = loop.counters();
@@ -433,21 +374,7 @@ Result<RecordStats> record(const RecordOptions& o, const RecordSink& sink) {
       std::move(in_kernel ? in_kernel->infos() : enricher->infos());
   std::map<uint32_t, bpf::BtfBlob> btfs = std::move(in_kernel ? in_kernel->btfs() : enricher->btfs());
   // Programs that name their point without a link: `syscall`, `test_run only`.
-  {
-    std::map<uint32_t, uint64_t> loaded;
-    for (const EnrichedProgram& p : enrichment.programs) loaded[p.id] = p.load_time_ns;
-    std::vector<KnownProgram> known;
-    for (const bpf::ProgInfo& p : bpf->infos) {
-      known.push_back({p.info.id, p.info.type, perfdata::AttachEntry::kAtStart, 0});
-    }
-    for (const auto& [id, p] : infos) {
-      known.push_back({id, p.info.type,
-                       in_kernel ? perfdata::AttachEntry::kCaptured : perfdata::AttachEntry::kAtEnd,
-                       loaded[id]});
-    }
-    static const std::map<uint32_t, uint64_t> kNoTestRuns;
-    (void)add_attach(program_points(attach.entries, known, in_kernel ? in_kernel->test_runs() : kNoTestRuns));
-  }
+  Status named = sections->name_unlinked(bpf->infos, infos, enrichment.programs);
   merge_prog_infos(infos, std::move(bpf->infos));
   merge_btfs(btfs, std::move(bpf->btfs));
   std::set<uint32_t> stored;
@@ -456,9 +383,7 @@ Result<RecordStats> record(const RecordOptions& o, const RecordSink& sink) {
     features.bpf_prog_info.push_back(std::move(info));
   }
   features.enrichment = enrichment_section(enrichment, bpf->synthesized, stored);
-  features.owners = std::move(owners);
-  if (in_kernel) attach.links_lost = in_kernel->links_lost();
-  features.attach = std::move(attach);
+  sections->move_into(features);
   if (o.bpf_stats) {
     perfdata::RunStatsSection rs;
     rs.poll_interval_ns = kRunStatsPollNs;
@@ -481,6 +406,8 @@ Result<RecordStats> record(const RecordOptions& o, const RecordSink& sink) {
   if (!stop.ok()) return std::move(stop).error();
   if (!drained.ok()) return std::move(drained).error();
   if (!closed.ok()) return std::move(closed).error();
+  if (!listed.ok()) return std::move(listed).error();
+  if (!named.ok()) return std::move(named).error();
 
   stats.event_name = setup.spec.name;
   stats.samples = c.samples;

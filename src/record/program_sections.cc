@@ -1,0 +1,106 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "record/program_sections.h"
+
+#include <set>
+#include <string>
+#include <tuple>
+
+#include "record/attach_points.h"
+#include "record/kernel_maps.h"
+#include "record/owners.h"
+
+namespace bpfprof::record {
+
+Result<ProgramSections> ProgramSections::start(perfdata::FileWriter& writer,
+                                               const std::vector<uint32_t>& synthesized,
+                                               CaptureEnricher* in_kernel,
+                                               const RecordSink& sink) {
+  ProgramSections s(writer, in_kernel);
+  if (auto mountinfo = read_text_file("/proc/self/mountinfo"); mountinfo.ok()) {
+    s.cgroup2_ = find_cgroup2_mount(*mountinfo);
+  }
+  // Who holds the programs that were there before us, and in which cgroups
+  // (those loaded from now on name their loader in their BPF_EVENT, the
+  // capture its cgroup).
+  s.owners_ = scan_program_owners(synthesized, s.cgroup2_);
+  BPFPROF_TRY(
+      writer.append_in_stream(perfdata::kFeatBpfprofOwners, perfdata::encode_owners(s.owners_)));
+  // Where every program is attached (links, cgroups, interfaces), named now.
+  AttachScan scan = scan_attach_points(s.cgroup2_, perfdata::AttachEntry::kAtStart, 0);
+  if (scan.failed && sink.notice) sink.notice("BPF links not listed: " + scan.failed->to_string());
+  s.attach_.entries = std::move(scan.entries);
+  BPFPROF_TRY(
+      writer.append_in_stream(perfdata::kFeatBpfprofAttach, perfdata::encode_attach(s.attach_)));
+  if (in_kernel) in_kernel->set_attach_context(s.cgroup2_, std::move(scan.cgroup_paths));
+  return s;
+}
+
+Status ProgramSections::add_loaders(std::vector<std::pair<uint32_t, uint64_t>> learned) {
+  if (learned.empty() || writer_->write_failed()) return ok_status();
+  perfdata::OwnersSection more;
+  for (const auto& [prog, cgroup] : learned) more.loaders.push_back({prog, cgroup});
+  Status s = writer_->append_in_stream(perfdata::kFeatBpfprofOwners, perfdata::encode_owners(more));
+  owners_.loaders.insert(owners_.loaders.end(), more.loaders.begin(), more.loaders.end());
+  return s;
+}
+
+Status ProgramSections::add_attach(std::vector<perfdata::AttachEntry> learned) {
+  if (learned.empty() || writer_->write_failed()) return ok_status();
+  perfdata::AttachSection more{learned, in_kernel_ ? in_kernel_->links_lost() : 0};
+  Status s = writer_->append_in_stream(perfdata::kFeatBpfprofAttach, perfdata::encode_attach(more));
+  for (perfdata::AttachEntry& e : learned) attach_.entries.push_back(std::move(e));
+  return s;
+}
+
+Status ProgramSections::list_at_end() {
+  // Each piece is kept in memory even when writing one failed (the close
+  // cuts the file back and reports it): the first error is returned.
+  Status first = ok_status();
+  auto keep = [&first](Status s) {
+    if (first.ok() && !s.ok()) first = std::move(s);
+  };
+  if (in_kernel_) {
+    std::vector<perfdata::AttachEntry> links;
+    in_kernel_->take_attach(links);
+    keep(add_attach(std::move(links)));
+    std::vector<std::pair<uint32_t, uint64_t>> loaders;
+    in_kernel_->take_loader_cgroups(loaders);
+    keep(add_loaders(std::move(loaders)));
+  }
+  AttachScan end = scan_attach_points(cgroup2_, perfdata::AttachEntry::kAtEnd, monotonic_ns());
+  std::set<std::tuple<uint32_t, uint32_t, std::string>> known;
+  for (const perfdata::AttachEntry& e : attach_.entries) {
+    known.emplace(e.prog_id, e.link_id, e.point);
+  }
+  std::vector<perfdata::AttachEntry> added;
+  for (perfdata::AttachEntry& e : end.entries) {
+    if (!known.count({e.prog_id, e.link_id, e.point})) added.push_back(std::move(e));
+  }
+  keep(add_attach(std::move(added)));
+  return first;
+}
+
+Status ProgramSections::name_unlinked(const std::vector<bpf::ProgInfo>& at_start,
+                                      const std::map<uint32_t, bpf::ProgInfo>& during,
+                                      const std::vector<EnrichedProgram>& programs) {
+  std::map<uint32_t, uint64_t> loaded;
+  for (const EnrichedProgram& p : programs) loaded[p.id] = p.load_time_ns;
+  std::vector<KnownProgram> known;
+  for (const bpf::ProgInfo& p : at_start) {
+    known.push_back({p.info.id, p.info.type, perfdata::AttachEntry::kAtStart, 0});
+  }
+  const uint32_t source =
+      in_kernel_ ? perfdata::AttachEntry::kCaptured : perfdata::AttachEntry::kAtEnd;
+  for (const auto& [id, p] : during) known.push_back({id, p.info.type, source, loaded[id]});
+  static const std::map<uint32_t, uint64_t> kNoTestRuns;
+  return add_attach(
+      program_points(attach_.entries, known, in_kernel_ ? in_kernel_->test_runs() : kNoTestRuns));
+}
+
+void ProgramSections::move_into(perfdata::Features& features) {
+  if (in_kernel_) attach_.links_lost = in_kernel_->links_lost();
+  features.owners = std::move(owners_);
+  features.attach = std::move(attach_);
+}
+
+}  // namespace bpfprof::record

@@ -1,0 +1,67 @@
+// SPDX-License-Identifier: Apache-2.0
+// Sections 253 (owners) and 254 (attach points) of one recording, kept as
+// the recorder learns them: listed at start, added to as the in-kernel
+// capture reports loads, links and attachments, listed again at the end.
+// Every piece goes into the data as an in-stream record when it is learned
+// (a killed recorder's file keeps it); the whole goes into the feature
+// sections at close.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "bpf/prog_info.h"
+#include "perfdata/attach_feature.h"
+#include "perfdata/owners_feature.h"
+#include "perfdata/writer.h"
+#include "record/capture_enricher.h"
+#include "record/enricher.h"
+#include "record/recorder.h"
+#include "record/synthesize.h"
+
+namespace bpfprof::record {
+
+class ProgramSections {
+ public:
+  // Lists who holds the programs `synthesized` (those there before us) and
+  // where every program is attached now, and writes both into the data.
+  // `in_kernel` (may be null) gets the names of the cgroups seen.
+  static Result<ProgramSections> start(perfdata::FileWriter& writer,
+                                       const std::vector<uint32_t>& synthesized,
+                                       CaptureEnricher* in_kernel, const RecordSink& sink);
+
+  // What the capture learned in a pass: into the data, and kept. A writer
+  // that already failed takes nothing more (its close reports the error).
+  Status add_loaders(std::vector<std::pair<uint32_t, uint64_t>> learned);
+  Status add_attach(std::vector<perfdata::AttachEntry> learned);
+
+  // After the recording, before its workload is reaped: what the capture
+  // still held, and the points attached during the recording and still
+  // there (those listed at start are not repeated).
+  Status list_at_end();
+
+  // The programs that name their point without a link (`syscall`,
+  // `test_run only`): `at_start` were synthesized, `during` loaded while
+  // recording (`programs` has their load times).
+  Status name_unlinked(const std::vector<bpf::ProgInfo>& at_start,
+                       const std::map<uint32_t, bpf::ProgInfo>& during,
+                       const std::vector<EnrichedProgram>& programs);
+
+  // Both sections, for the file's close.
+  void move_into(perfdata::Features& features);
+
+ private:
+  ProgramSections(perfdata::FileWriter& writer, CaptureEnricher* in_kernel)
+      : writer_(&writer), in_kernel_(in_kernel) {}
+
+  perfdata::FileWriter* writer_;
+  CaptureEnricher* in_kernel_;
+  std::optional<Cgroup2Mount> cgroup2_;
+  perfdata::OwnersSection owners_;
+  perfdata::AttachSection attach_;
+};
+
+}  // namespace bpfprof::record
