@@ -297,7 +297,10 @@ Status FileReader::take_in_stream_features() {
     features_in_stream_ = true;
     // Kept by the reader: views into it (the kallsyms snapshot) stay valid.
     const Bytes payload = owned_blobs_.emplace_back(std::move(b.bytes));
-    decode_one_feature(b.feat, payload, b.at, event_names);
+    // Offsets in its errors: the payload starts after the first record's
+    // in-stream header (exact within the first chunk; a blob of several
+    // chunks has their headers in between).
+    decode_one_feature(b.feat, payload, b.at + kInStreamHeaderSize, event_names);
     // BPF entries arrive in many blobs, one per round that learned some.
     if (b.feat == kFeatBpfProgInfo) {
       for (bpf::ProgInfo& p : features_.bpf_prog_info) infos.push_back(std::move(p));
