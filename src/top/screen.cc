@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "top/screen.h"
 
+#include <set>
+
 #include <fmt/format.h>
 
 #include "report/program_groups.h"
@@ -30,6 +32,16 @@ const char* kind_name(symbols::FrameKind k) {
 
 // The IDS cell: longer id lists are cut (--format json has every id).
 constexpr size_t kIdsWidth = 12;
+
+// A group's ids in the IDS cell. A single range wider than the cell (ids of
+// seven digits and more) would shift every column after it: the lowest id
+// and, after ",+", how many others there are.
+std::string ids_cell(const std::vector<uint32_t>& ids) {
+  std::string cell = report::id_list(ids, kIdsWidth);
+  if (cell.size() <= kIdsWidth || ids.empty()) return cell;
+  std::set<uint32_t> distinct(ids.begin(), ids.end());
+  return fmt::format("{},+{}", *distinct.begin(), distinct.size() - 1);
+}
 
 void add(std::vector<Line>& out, std::string text, Line::Style style, size_t width) {
   // Cut on a byte boundary is fine: names are ASCII (kernel, BPF and ELF symbols).
@@ -79,8 +91,7 @@ std::vector<Line> format_screen(const Model& model, const ViewState& view,
     }
     const std::string ids = view.instances
                                 ? fmt::format("{:>7}", p.id)
-                                : fmt::format("{:>4} {:>12}", p.ids.size(),
-                                              report::id_list(p.ids, kIdsWidth));
+                                : fmt::format("{:>4} {:>12}", p.ids.size(), ids_cell(p.ids));
     add(out,
         fmt::format("{:>6.2f}% {:>8} {:>10} {:>11} {:>9} {}  {:<23}  {:<22}  {}", p.cpu_percent,
                     p.samples, count_or_dash(p.runs), real_or_dash(p.runs_per_s, 1),

@@ -101,6 +101,25 @@ TEST(ScreenTest, GroupedRowsOrOneRowPerInstance) {
   EXPECT_FALSE(k["programs"][0].contains("ids"));
 }
 
+// Seven-digit ids: a range wider than the IDS cell keeps the columns in
+// place (the lowest id and how many more).
+TEST(ScreenTest, WideIdRangesKeepTheColumns) {
+  Model m;
+  m.update(second(100, {{1000000, "burner", "aa", 10, false, "w[1]"},
+                        {1000001, "burner", "aa", 20, false, "w[1]"},
+                        {1000002, "burner", "aa", 5, false, "w[1]"},
+                        {7, "other", "bb", 5, false, "w[1]"}}));
+  SessionInfo info{"cpu-clock", 999, 2, false, "", 0};
+  const std::string s = joined(format_screen(m, ViewState{}, info, ScreenSize{}));
+  EXPECT_NE(s.find("    3   1000000,+2  burner "), std::string::npos) << s;
+  EXPECT_NE(s.find("    1            7  other "), std::string::npos) << s;
+  const size_t header = s.find("BPF PROGRAM");
+  const size_t burner = s.find("burner");
+  ASSERT_NE(header, std::string::npos);
+  ASSERT_NE(burner, std::string::npos);
+  EXPECT_EQ(header - s.rfind('\n', header), burner - s.rfind('\n', burner)) << s;
+}
+
 TEST(ScreenTest, BpfOnlyAndLimitsAndWidth) {
   Model m = sample_model();
   SessionInfo info{"cycles", 99, 1, false, "no BPF run statistics: nope", 0};
