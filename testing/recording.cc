@@ -74,6 +74,7 @@ std::vector<TruthProgram> read_truth(const std::string& path) {
     t.load_ns = p.at("load_ns").get<uint64_t>();
     t.unload_ns = p.at("unload_ns").get<uint64_t>();
     t.load_duration_ns = p.value("load_duration_ns", uint64_t{0});
+    t.load_tid = p.value("load_tid", uint32_t{0});
     for (const auto& f : p.at("functions")) {
       t.functions.push_back(
           {f.at("ksym").get<std::string>(), f.at("addr").get<uint64_t>(), f.at("len").get<uint32_t>()});

@@ -61,6 +61,7 @@ struct TruthProgram {
   uint32_t id = 0;
   std::string name, tag, kind;
   uint64_t load_ns = 0, unload_ns = 0;
+  uint32_t load_tid = 0;          // the thread that loaded it
   uint64_t load_duration_ns = 0;  // how long the load call took (KSYMBOL comes inside it)
   std::vector<TruthFunction> functions;
 };

@@ -230,6 +230,7 @@ Result<std::vector<ProgramTruth>> run_attached(const AttachedOptions& o, const s
     if (link) links.emplace_back(link, &bpf_link__destroy);
     BPFPROF_TRY(fill_truth(bpf_program__fd(p), t));
     t.load_ns = monotonic_ns();
+    t.load_tid = static_cast<uint32_t>(gettid());
     truth.push_back(std::move(t));
   }
   on_ready();

@@ -139,6 +139,7 @@ Result<LoadedProgram> LoadedProgram::load(Kind kind, uint32_t burn_iters, uint64
   uint64_t start = monotonic_ns();
   int err = bpf_object__load(object.get());
   prog.truth_.load_ns = monotonic_ns();
+  prog.truth_.load_tid = static_cast<uint32_t>(gettid());
   prog.truth_.load_duration_ns = prog.truth_.load_ns - start;
   if (err) return load_error(spec.entry, -err);
   // Our own reference; closing the object (tens of us of fd closes and

@@ -36,6 +36,7 @@ struct ProgramTruth {
   Kind kind = Kind::kBurner;
   uint64_t lifetime_ns = 0;  // the nominal lifetime asked for, 0 if open-ended
   uint64_t load_ns = 0;      // right after bpf_object__load returned
+  uint32_t load_tid = 0;     // the thread that loaded it
   uint64_t load_duration_ns = 0;  // bpf_object__load: verification and JIT
   uint64_t unload_ns = 0;    // right after close() of the program's last fd
   uint64_t run_ns = 0;       // sum of test-run duration x repeat

@@ -28,6 +28,7 @@ std::string truth_json(const std::vector<ProgramTruth>& programs) {
                     {"kind", kind_name(p.kind)},
                     {"lifetime_ns", p.lifetime_ns},
                     {"load_ns", p.load_ns},
+                    {"load_tid", p.load_tid},
                     {"load_duration_ns", p.load_duration_ns},
                     {"unload_ns", p.unload_ns},
                     {"run_ns", p.run_ns},

@@ -16,6 +16,7 @@ namespace {
 void set_owner(const symbols::Symbolizer& sym, const perfdata::Features& features,
                const symbols::BpfProgram& prog, ProgramRow& row) {
   row.owner = program_owner(sym, features, prog, &row.owner_pids);
+  if (prog.loader_pid != 0 && prog.loader_tid != 0) row.owner_tids = {prog.loader_tid};
   row.owner_cgroup = program_owner_cgroup(sym, features, prog);
 }
 

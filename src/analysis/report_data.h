@@ -59,6 +59,9 @@ struct ProgramRow {
   // BPF filesystem held it; `[unknown]` when the recording does not say.
   std::string owner = "[unknown]";
   std::vector<uint32_t> owner_pids;  // the pids named in `owner`
+  // The thread that loaded it (from its BPF_EVENT's sample id); empty for a
+  // program loaded before recording (processes hold it, no thread).
+  std::vector<uint32_t> owner_tids;
   // The owner's cgroup: the loader's when it loaded the program, the
   // holders' at start (comma-separated), as the recording's CGROUP records
   // name it; `[unknown]` when the recording does not tell.

@@ -51,6 +51,7 @@ void merge(ProgramGroup& g, const analysis::ProgramRow& p) {
   add_owners(r.owner_cgroup, p.owner_cgroup);
   r.attach_points.insert(r.attach_points.end(), p.attach_points.begin(), p.attach_points.end());
   r.owner_pids.insert(r.owner_pids.end(), p.owner_pids.begin(), p.owner_pids.end());
+  r.owner_tids.insert(r.owner_tids.end(), p.owner_tids.begin(), p.owner_tids.end());
   keep_largest(r.jited_len, p.jited_len);
   keep_largest(r.xlated_len, p.xlated_len);
   keep_largest(r.verified_insns, p.verified_insns);
@@ -101,9 +102,10 @@ std::vector<ProgramGroup> program_groups(const analysis::ReportData& data, bool 
   }
   for (ProgramGroup& g : out) {
     if (g.ids.size() < 2) continue;  // an instance on its own stays as it is
-    std::sort(g.row.owner_pids.begin(), g.row.owner_pids.end());
-    g.row.owner_pids.erase(std::unique(g.row.owner_pids.begin(), g.row.owner_pids.end()),
-                           g.row.owner_pids.end());
+    for (std::vector<uint32_t>* v : {&g.row.owner_pids, &g.row.owner_tids}) {
+      std::sort(v->begin(), v->end());
+      v->erase(std::unique(v->begin(), v->end()), v->end());
+    }
     // Every instance's points, each once; none known of any: the first's word.
     g.row.attach = join_attach_points(g.row.attach_points, g.row.attach);
   }

@@ -51,6 +51,7 @@ Json programs_json(const analysis::ReportData& d, bool instances) {
                     {"unload_ns", p.unload_ns ? Json(*p.unload_ns) : Json(nullptr)},
                     {"owner", p.owner},
                     {"owner_pids", p.owner_pids},
+                    {"owner_tids", p.owner_tids},
                     {"owner_cgroup", p.owner_cgroup},
                     {"attach", p.attach},
                     {"attach_points", p.attach_points},

@@ -143,6 +143,7 @@ TEST_F(RenderTest, ProgramTableGroupsInstancesOfTheSameCode) {
   analysis::ProgramRow& first = d_.programs[0];
   first.owner = "loader[5]";
   first.owner_pids = {5};
+  first.owner_tids = {7};
   first.run_cnt = 10;
   first.run_time_ns = 1000;
   first.jited_len = 100;
@@ -154,6 +155,7 @@ TEST_F(RenderTest, ProgramTableGroupsInstancesOfTheSameCode) {
   again.functions = {{"bpf_prog_0011223344556677_burn", 1}, {"bpf_prog_0011223344556677_sub", 2}};
   again.owner = "other[3],loader[5]";
   again.owner_pids = {3, 5};
+  again.owner_tids = {9, 7};
   again.run_cnt = 30;
   again.run_time_ns = 5000;
   again.jited_len = 120;
@@ -183,6 +185,7 @@ TEST_F(RenderTest, ProgramTableGroupsInstancesOfTheSameCode) {
   EXPECT_TRUE(burn["unload_ns"].is_null());
   EXPECT_EQ(burn["owner"], "loader[5],other[3]");
   EXPECT_EQ(burn["owner_pids"], nlohmann::json::array({3, 5}));
+  EXPECT_EQ(burn["owner_tids"], nlohmann::json::array({7, 9}));
   EXPECT_EQ(burn["run_cnt"], 40);
   EXPECT_EQ(burn["run_time_ns"], 6000);
   EXPECT_EQ(burn["avg_ns"], 150);
@@ -206,6 +209,7 @@ TEST_F(RenderTest, ProgramTableGroupsInstancesOfTheSameCode) {
   EXPECT_EQ(k["programs"][0]["owner"], "loader[5]");
   EXPECT_EQ(k["programs"][1]["id"], 50);
   EXPECT_EQ(k["programs"][1]["owner_pids"], nlohmann::json::array({3, 5}));
+  EXPECT_EQ(k["programs"][1]["owner_tids"], nlohmann::json::array({9, 7}));
   EXPECT_FALSE(k["programs"][0].contains("ids"));
 }
 

@@ -182,26 +182,32 @@ TEST_P(ReportAccuracyTest, SomeJitRangesWereReused) {
 }
 
 // Who pays: every workload program, loaded during the recording, is owned by
-// the workload's process (its BPF_EVENT names the loader), as the truth file
-// says — in perf's recordings too — and the owner line adds up.
+// the workload's process and the thread that loaded it (its BPF_EVENT names
+// the loader), as the truth file says — in perf's recordings too — and the
+// owner line adds up.
 TEST_P(ReportAccuracyTest, WorkloadProgramsAreOwnedByTheWorkload) {
   std::ifstream in(c().truth);
   const auto truth = nlohmann::json::parse(in);
   const auto pid = truth.at("pid").get<uint32_t>();
-  std::set<uint32_t> ids;
-  for (const auto& p : c().programs) ids.insert(p.id);
+  std::map<uint32_t, uint32_t> tid_of;  // program id -> the thread that loaded it
+  for (const auto& p : c().programs) tid_of[p.id] = p.load_tid;
   const auto report = nlohmann::json::parse(c().report.out);
-  size_t checked = 0;
+  size_t checked = 0, other_threads = 0;
   uint64_t workload_samples = 0;
   for (const auto& p : report.at("programs")) {
-    if (!ids.count(p.at("id").get<uint32_t>())) continue;
+    auto truth_tid = tid_of.find(p.at("id").get<uint32_t>());
+    if (truth_tid == tid_of.end()) continue;
     checked++;
     EXPECT_EQ(p.at("owner_pids"), nlohmann::json::array({pid})) << p.dump();
+    ASSERT_NE(truth_tid->second, 0u);
+    EXPECT_EQ(p.at("owner_tids"), nlohmann::json::array({truth_tid->second})) << p.dump();
+    other_threads += truth_tid->second != pid;
     EXPECT_TRUE(p.at("owner").get<std::string>().ends_with("[" + std::to_string(pid) + "]"))
         << p.dump();
     workload_samples += p.at("samples").get<uint64_t>();
   }
-  EXPECT_EQ(checked, ids.size());
+  EXPECT_EQ(checked, tid_of.size());
+  EXPECT_GT(other_threads, 0u) << "--threads 2: loads from threads other than the main one";
   uint64_t owned = 0;
   for (const auto& o : report.at("owners")) {
     if (o.at("owner").get<std::string>().ends_with("[" + std::to_string(pid) + "]")) {
@@ -214,7 +220,7 @@ TEST_P(ReportAccuracyTest, WorkloadProgramsAreOwnedByTheWorkload) {
   std::istringstream script(c().script.out);
   for (std::string line; std::getline(script, line);) {
     const auto j = nlohmann::json::parse(line);
-    if (!j.contains("bpf_prog_id") || !ids.count(j.at("bpf_prog_id").get<uint32_t>())) continue;
+    if (!j.contains("bpf_prog_id") || !tid_of.count(j.at("bpf_prog_id").get<uint32_t>())) continue;
     lines++;
     EXPECT_TRUE(j.at("owner").get<std::string>().ends_with("[" + std::to_string(pid) + "]"))
         << line;
