@@ -6,6 +6,7 @@
 #include <charconv>
 #include <limits>
 #include <optional>
+#include <span>
 #include <string>
 #include <tuple>
 #include <unordered_map>
@@ -216,17 +217,58 @@ void PprofBuilder::Impl::add(const analysis::ReportData& data, std::string_view 
   set_value_type(p.mutable_sample_type(1), period->type, period->unit);
   set_value_type(p.mutable_period_type(), period->type, period->unit);
 
+  // Frames and samples go in an order fixed by their content, not by which
+  // worker met them first: the ids of strings, mappings, functions and
+  // locations, the order of the samples — the file's bytes — are the same
+  // on every run, at any -j.
+  std::vector<profile::FrameId> frames(prof.frame_count());
+  for (size_t i = 0; i < frames.size(); i++) frames[i] = static_cast<profile::FrameId>(i);
+  auto content = [&prof](profile::FrameId id) {
+    const profile::Frame& f = prof.frame(id);
+    return std::tie(f.kind, f.dso, f.symbol, f.line, f.bpf_program, f.bpf_function);
+  };
+  std::sort(frames.begin(), frames.end(),
+            [&](profile::FrameId a, profile::FrameId b) { return content(a) < content(b); });
   std::vector<uint64_t> loc_of(prof.frame_count());
-  for (size_t i = 0; i < prof.frame_count(); i++) {
-    loc_of[i] = location(prof.frame(static_cast<profile::FrameId>(i)), data, source);
-  }
+  for (profile::FrameId f : frames) loc_of[f] = location(prof.frame(f), data, source);
   // A sample without a callchain or ip is still a sample: an [unknown] leaf
   // keeps pprof's total equal to the report's.
   const uint64_t unknown = location(profile::Frame{}, data, source);
 
+  // Samples by their locations, then what their labels come from (the
+  // leaf's program, the thread): equal ones make the same pprof sample.
+  using Entry = std::pair<const profile::SampleKey*, const profile::Counts*>;
+  std::vector<Entry> entries;
+  entries.reserve(prof.samples().size());
+  for (const auto& [key, counts] : prof.samples()) entries.emplace_back(&key, &counts);
+  auto leaf_program = [&prof](const profile::SampleKey& k) {
+    const profile::Frame* leaf = prof.leaf(k.stack);
+    return leaf == nullptr ? 0u : leaf->bpf_program;
+  };
+  std::sort(entries.begin(), entries.end(), [&](const Entry& x, const Entry& y) {
+    const profile::SampleKey& a = *x.first;
+    const profile::SampleKey& b = *y.first;
+    if (a.stack != b.stack) {
+      std::span<const profile::FrameId> sa = prof.stack(a.stack), sb = prof.stack(b.stack);
+      auto by_location = [&](profile::FrameId l, profile::FrameId r) {
+        return loc_of[l] < loc_of[r];
+      };
+      if (std::lexicographical_compare(sa.begin(), sa.end(), sb.begin(), sb.end(), by_location)) {
+        return true;
+      }
+      if (std::lexicographical_compare(sb.begin(), sb.end(), sa.begin(), sa.end(), by_location)) {
+        return false;
+      }
+    }
+    return std::tuple(leaf_program(a), a.thread.pid, a.thread.tid, a.thread.comm, a.thread.cgroup) <
+           std::tuple(leaf_program(b), b.thread.pid, b.thread.tid, b.thread.comm, b.thread.cgroup);
+  });
+
   std::vector<uint64_t> stack;
   std::vector<pb::Label> labels;
-  for (const auto& [key, counts] : prof.samples()) {
+  for (const auto& [key_ptr, counts_ptr] : entries) {
+    const profile::SampleKey& key = *key_ptr;
+    const profile::Counts& counts = *counts_ptr;
     const profile::Frame* leaf = prof.leaf(key.stack);
     if (bpf_only && !profile::is_bpf_leaf(leaf)) continue;
     stack.clear();

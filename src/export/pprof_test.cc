@@ -232,6 +232,39 @@ TEST(Pprof, BpfOnlyKeepsBpfLeaves) {
 }
 
 // Two hosts ran the same program (same tag and name) under different ids.
+// Pass 2's workers meet frames and samples in a different order on each
+// run: the file's bytes must not depend on it.
+TEST(Pprof, BytesDoNotDependOnTheOrderFramesAndSamplesWereMet) {
+  const analysis::ReportData base = make_report(42, "box");
+  const profile::Profile& from = base.profile;
+  std::vector<std::pair<profile::SampleKey, profile::Counts>> samples(from.samples().begin(),
+                                                                      from.samples().end());
+  ASSERT_GT(from.frame_count(), 2u);
+  ASSERT_GT(samples.size(), 1u);
+  auto rebuilt = [&](bool reversed) {
+    analysis::ReportData d = make_report(42, "box");
+    d.profile = profile::Profile{};
+    std::vector<profile::FrameId> ids(from.frame_count());
+    for (size_t k = 0; k < ids.size(); k++) {
+      const size_t i = reversed ? ids.size() - 1 - k : k;
+      ids[i] = d.profile.add_frame(from.frame(static_cast<profile::FrameId>(i)));
+    }
+    for (size_t k = 0; k < samples.size(); k++) {
+      const auto& [key, counts] = samples[reversed ? samples.size() - 1 - k : k];
+      std::vector<profile::FrameId> stack;
+      for (profile::FrameId f : from.stack(key.stack)) stack.push_back(ids[f]);
+      profile::Counts& slot = d.profile.slot(d.profile.add_stack(stack), key.thread);
+      slot += counts;
+    }
+    return render_pprof(d);
+  };
+  const Result<std::string> forward = rebuilt(false), backward = rebuilt(true);
+  ASSERT_TRUE(forward.ok() && backward.ok());
+  EXPECT_EQ(*forward, *backward);
+  // The same profile, not an empty one: every sample is there.
+  EXPECT_EQ(decode(forward).sample_size(), decode(render_pprof(base)).sample_size());
+}
+
 TEST(PprofMerge, SameTagAndNameIsOneProgram) {
   analysis::ReportData a = make_report(42, "host1"), b = make_report(97, "host2");
   PprofBuilder merged(BpfIdentity::kTagName);
