@@ -284,6 +284,7 @@ void PprofBuilder::Impl::add(const analysis::ReportData& data, std::string_view 
       str_label(labels, "bpf_prog_tag", prog.tag);
       str_label(labels, "bpf_prog", prog.name);
       str_label(labels, "owner", prog.owner);
+      str_label(labels, "owner_cgroup", prog.owner_cgroup);
       str_label(labels, "attach", prog.attach);
     }
     str_label(labels, "comm", key.thread.comm);

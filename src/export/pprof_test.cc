@@ -172,12 +172,14 @@ TEST(Pprof, BpfLeafSamplesCarryProgramLabels) {
   }
 }
 
-// Who owns a BPF leaf's program and where it is attached are labels of the
-// sample (as report's sort keys `owner` and `attach` name them); samples
+// Who owns a BPF leaf's program, in which cgroup, and where it is attached
+// are labels of the sample (as report's `owner`, `owner_cgroup` and
+// `attach` name them); samples
 // whose leaf is not BPF code carry neither.
 TEST(Pprof, BpfLeafSamplesCarryOwnerAndAttachLabels) {
   analysis::ReportData d = make_report(42, "");
   d.programs[0].owner = "agent[7]";
+  d.programs[0].owner_cgroup = "/agents/a";
   d.programs[0].attach = "tracepoint/sched/sched_switch, xdp/eth0";
   pb::Profile p = decode(render_pprof(d));
   View v{p};
@@ -186,10 +188,12 @@ TEST(Pprof, BpfLeafSamplesCarryOwnerAndAttachLabels) {
     auto labels = v.labels(x);
     if (v.leaf(x).starts_with("bpf_prog_")) {
       EXPECT_EQ(labels["owner"], "agent[7]");
+      EXPECT_EQ(labels["owner_cgroup"], "/agents/a");
       EXPECT_EQ(labels["attach"], "tracepoint/sched/sched_switch, xdp/eth0");
       bpf += x.value(0);
     } else {
       EXPECT_EQ(labels.count("owner"), 0u) << v.leaf(x);
+      EXPECT_EQ(labels.count("owner_cgroup"), 0u) << v.leaf(x);
       EXPECT_EQ(labels.count("attach"), 0u) << v.leaf(x);
       other += x.value(0);
     }

@@ -78,21 +78,25 @@ void format_sample(const analysis::Session& session, const analysis::OrderedSamp
     const uint64_t off = offset_known(leaf, ip) ? ip - leaf.symbol_start : 0;
     // {"comm":..,"pid":..,"tid":..,"cpu":..,"time":..,"period":..,"ip":"0x..",
     //  "sym":..,"off":..,"dso":..[,"bpf_prog_id":..,"bpf_prog":..,"owner":..,
-    //  "attach":..[,"cgroup":..]]}, as
+    //  "owner_cgroup":..,"attach":..[,"cgroup":..]]}, as
     // nlohmann::ordered_json dumps it.
     const JsonString comm_json(comm), sym_json(leaf.symbol), dso_json(leaf.dso);
     const symbols::BpfProgram* prog =
         leaf.bpf_program != 0 ? &sym.bpf_programs()[leaf.bpf_program - 1] : nullptr;
-    std::optional<JsonString> prog_json, owner_json, attach_json, cgroup_json;
+    std::optional<JsonString> prog_json, owner_json, owner_cgroup_json, attach_json, cgroup_json;
     std::string cgroup_text;  // JsonString views it
     if (prog != nullptr) {
       prog_json.emplace(prog->name);
-      std::vector<std::string>& owners = scratch.owners;
-      if (owners.size() < leaf.bpf_program) owners.resize(sym.bpf_programs().size());
-      std::string& owner = owners[leaf.bpf_program - 1];
-      if (owner.empty()) owner = analysis::program_owner(sym, session.reader().features(), *prog);
-      owner_json.emplace(owner);
       const perfdata::Features& features = session.reader().features();
+      std::vector<LineScratch::Owner>& owners = scratch.owners;
+      if (owners.size() < leaf.bpf_program) owners.resize(sym.bpf_programs().size());
+      LineScratch::Owner& owner = owners[leaf.bpf_program - 1];
+      if (owner.name.empty()) {
+        owner.name = analysis::program_owner(sym, features, *prog);
+        owner.cgroup = analysis::program_owner_cgroup(sym, features, *prog);
+      }
+      owner_json.emplace(owner.name);
+      owner_cgroup_json.emplace(owner.cgroup);
       if (!scratch.attach_index) scratch.attach_index = analysis::attach_index(features);
       std::vector<std::string>& points = scratch.attach;
       if (points.size() < leaf.bpf_program) points.resize(sym.bpf_programs().size());
@@ -106,7 +110,9 @@ void format_sample(const analysis::Session& session, const analysis::OrderedSamp
       }
     }
     char* p = out.reserve(kLineFixed + comm_json.size() + sym_json.size() + dso_json.size() +
-                          (prog_json ? prog_json->size() + owner_json->size() + attach_json->size() + 36 : 0) +
+                          (prog_json ? prog_json->size() + owner_json->size() +
+                                           owner_cgroup_json->size() + attach_json->size() + 52
+                                     : 0) +
                           (cgroup_json ? cgroup_json->size() + 16 : 0));
     p = put(p, "{\"comm\":");
     p = comm_json.put(p);
@@ -137,6 +143,8 @@ void format_sample(const analysis::Session& session, const analysis::OrderedSamp
       p = prog_json->put(p);
       p = put(p, ",\"owner\":");
       p = owner_json->put(p);
+      p = put(p, ",\"owner_cgroup\":");
+      p = owner_cgroup_json->put(p);
       p = put(p, ",\"attach\":");
       p = attach_json->put(p);
       if (cgroup_json) {

@@ -51,9 +51,14 @@ struct LineScratch {
   };
   static constexpr size_t kTails = 1024;
   std::vector<Tail> tails = std::vector<Tail>(kTails);
-  // JSON: program owners and attach points by program index, made on first
-  // use ("" = not yet), from the attach index made on first use.
-  std::vector<std::string> owners, attach;
+  // JSON: program owners (with their cgroups) and attach points by program
+  // index, made on first use ("" = not yet), from the attach index made on
+  // first use.
+  struct Owner {
+    std::string name, cgroup;
+  };
+  std::vector<Owner> owners;
+  std::vector<std::string> attach;
   std::optional<analysis::AttachIndex> attach_index;
 };
 

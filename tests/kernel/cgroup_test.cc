@@ -304,8 +304,8 @@ TEST(CgroupKernelTest, NamesTheCgroupOfEachProgramsLoader) {
   EXPECT_EQ(perf_rep.exit_code, 0) << perf_rep.err;
 }
 
-// script --format json: a BPF leaf sample names its program's owner and
-// attach point and the cgroup of the task it interrupted. The workload,
+// script --format json: a BPF leaf sample names its program's owner, the
+// owner's cgroup, the attach point and the cgroup of the task it interrupted. The workload,
 // moved into the test's cgroup, test-runs its long-lived program for 1 s.
 TEST(CgroupKernelTest, ScriptJsonNamesOwnerAttachAndCgroupOfBpfLeaves) {
   const std::string mount = cgroup2_mount();
@@ -337,6 +337,7 @@ TEST(CgroupKernelTest, ScriptJsonNamesOwnerAttachAndCgroupOfBpfLeaves) {
     burner++;
     // Loaded and run by the workload itself, in the test's cgroup.
     EXPECT_EQ(s.at("owner"), "bpfprof-workloa[" + std::to_string(s.at("pid").get<int>()) + "]") << line;
+    EXPECT_EQ(s.at("owner_cgroup"), "/" + name) << line;
     EXPECT_FALSE(s.at("attach").get<std::string>().empty()) << line;
     EXPECT_EQ(s.at("cgroup"), "/" + name) << line;
   }
