@@ -343,6 +343,15 @@ off_t size_of(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0 ? st.st_size : 0;
 }
 
+// A system-wide recording of `seconds` into `dir`/`file`.
+RecordOptions system_wide(const bpfprof::testing::TempDir& dir, const char* file, double seconds) {
+  RecordOptions o;
+  o.system_wide = true;
+  o.duration_s = seconds;
+  o.output = dir.file(file);
+  return o;
+}
+
 // Records system-wide for `o.duration_s` while `during` runs once the file exists.
 template <class Fn>
 Result<RecordStats> record_while(const RecordOptions& o, Fn during, const RecordSink& sink = {}) {
@@ -397,10 +406,7 @@ const perfdata::EnrichedProgramEntry* entry_of(const perfdata::EnrichmentSection
 // and section 251 says no reference was held.
 TEST(CaptureRecordKernelTest, RecorderStoresCapturedInfoByDefault) {
   bpfprof::testing::TempDir dir;
-  RecordOptions o;
-  o.system_wide = true;
-  o.duration_s = 1.0;
-  o.output = dir.file("capture.data");
+  RecordOptions o = system_wide(dir, "capture.data", 1.0);
   std::vector<bpf::ProgInfo> want;
   uint32_t brief = 0;
   bpf_object* obj = nullptr;
@@ -462,11 +468,8 @@ TEST(CaptureRecordKernelTest, RecorderStoresCapturedInfoByDefault) {
 // between: the test would flake on an idle machine.)
 TEST(CaptureRecordKernelTest, FullCaptureRingFallsBackById) {
   bpfprof::testing::TempDir dir;
-  RecordOptions o;
-  o.system_wide = true;
-  o.duration_s = 1.0;
+  RecordOptions o = system_wide(dir, "tiny.data", 1.0);
   o.capture_ring_bytes = 4096;
-  o.output = dir.file("tiny.data");
   std::vector<uint32_t> ids;
   auto stats = record_while(o, [&] {
     bpf_object* obj = nullptr;
@@ -505,10 +508,7 @@ TEST(CaptureRecordKernelTest, FullCaptureRingFallsBackById) {
 // depends on when the drain comes: the test asserts the accounting.)
 TEST(CaptureRecordKernelTest, LinksGoneBeforeTheirQueryAreCounted) {
   bpfprof::testing::TempDir dir;
-  RecordOptions o;
-  o.system_wide = true;
-  o.duration_s = 1.0;
-  o.output = dir.file("links.data");
+  RecordOptions o = system_wide(dir, "links.data", 1.0);
   UniqueFd prog = load_trivial(BPF_PROG_TYPE_PERF_EVENT, "bpfprof_pe");
   ASSERT_TRUE(prog.valid());
   std::set<uint32_t> ours;
@@ -704,11 +704,8 @@ class DrainStall {
 // the fallback. Links closed at once are named or counted in links_lost.
 TEST(CaptureRecordKernelTest, LinksMadeWhileTheRingIsFullAreNamedOrCounted) {
   bpfprof::testing::TempDir dir;
-  RecordOptions o;
-  o.system_wide = true;
-  o.duration_s = 3.0;
+  RecordOptions o = system_wide(dir, "full.data", 3.0);
   o.capture_ring_bytes = 4096;
-  o.output = dir.file("full.data");
   UniqueFd raw_prog = load_trivial(BPF_PROG_TYPE_RAW_TRACEPOINT, "bpfprof_rawtp");
   UniqueFd pe_prog = load_trivial(BPF_PROG_TYPE_PERF_EVENT, "bpfprof_pe");
   ASSERT_TRUE(raw_prog.valid() && pe_prog.valid());
@@ -786,11 +783,8 @@ TEST(CaptureRecordKernelTest, LinksMadeWhileTheRingIsFullAreNamedOrCounted) {
 // the file says capture was not tried.
 TEST(CaptureRecordKernelTest, EnrichUserUsesTheEnricher) {
   bpfprof::testing::TempDir dir;
-  RecordOptions o;
-  o.system_wide = true;
-  o.duration_s = 0.8;
+  RecordOptions o = system_wide(dir, "user.data", 0.8);
   o.enrich = EnrichMode::kUser;
-  o.output = dir.file("user.data");
   std::vector<uint32_t> ids;
   auto stats = record_while(o, [&] {
     bpf_object* obj = nullptr;
