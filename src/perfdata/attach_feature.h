@@ -23,6 +23,7 @@ struct AttachEntry {
     kAtEnd = 2,     // listed when it ended
     kCaptured = 3,  // the in-kernel capture at the link's creation
     kById = 4,      // a link created during the recording, queried by its id
+    kListed = 5,    // listed during the recording (classic tc filters)
   };
   uint32_t prog_id = 0;
   uint32_t link_id = 0;  // 0: attached without a link (BPF_PROG_ATTACH, netlink XDP)

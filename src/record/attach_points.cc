@@ -76,8 +76,9 @@ std::map<uint64_t, Netns> network_namespaces() {
   return out;
 }
 
-// The interfaces of the calling thread's network namespace.
-std::vector<InterfaceAttach> interfaces_here(const std::string& label) {
+// The interfaces of the calling thread's network namespace; with `tc_only`
+// only their classic tc filters are asked for.
+std::vector<InterfaceAttach> interfaces_here(const std::string& label, bool tc_only) {
   std::vector<InterfaceAttach> out;
   std::unique_ptr<struct if_nameindex, void (*)(struct if_nameindex*)> list(::if_nameindex(),
                                                                          &::if_freenameindex);
@@ -87,11 +88,13 @@ std::vector<InterfaceAttach> interfaces_here(const std::string& label) {
     a.ifindex = i->if_index;
     a.name = i->if_name;
     const int idx = static_cast<int>(i->if_index);
-    a.xdp = bpf::xdp_programs(idx);
-    a.tcx_ingress = bpf::tcx_programs(idx, bpf::kAttachTcxIngress);
-    a.tcx_egress = bpf::tcx_programs(idx, bpf::kAttachTcxEgress);
-    a.netkit_primary = bpf::tcx_programs(idx, bpf::kAttachNetkitPrimary);
-    a.netkit_peer = bpf::tcx_programs(idx, bpf::kAttachNetkitPeer);
+    if (!tc_only) {
+      a.xdp = bpf::xdp_programs(idx);
+      a.tcx_ingress = bpf::tcx_programs(idx, bpf::kAttachTcxIngress);
+      a.tcx_egress = bpf::tcx_programs(idx, bpf::kAttachTcxEgress);
+      a.netkit_primary = bpf::tcx_programs(idx, bpf::kAttachNetkitPrimary);
+      a.netkit_peer = bpf::tcx_programs(idx, bpf::kAttachNetkitPeer);
+    }
     // An interface netlink cannot list (gone meanwhile) has no tc filters.
     if (auto tc = bpf::tc_programs(idx, bpf::TcDirection::kIngress); tc.ok()) a.tc_ingress = std::move(*tc);
     if (auto tc = bpf::tc_programs(idx, bpf::TcDirection::kEgress); tc.ok()) a.tc_egress = std::move(*tc);
@@ -102,22 +105,33 @@ std::vector<InterfaceAttach> interfaces_here(const std::string& label) {
 
 // The interfaces of every namespace; another namespace is entered by a
 // short-lived thread (setns changes only the calling thread's).
-std::vector<InterfaceAttach> all_interfaces(const std::map<uint64_t, Netns>& namespaces) {
+std::vector<InterfaceAttach> all_interfaces(const std::map<uint64_t, Netns>& namespaces,
+                                            bool tc_only = false) {
   std::vector<InterfaceAttach> out;
   for (const auto& [ino, ns] : namespaces) {
     std::vector<InterfaceAttach> found;
     if (ns.path.empty()) {
-      found = interfaces_here(ns.label);
+      found = interfaces_here(ns.label, tc_only);
     } else {
       std::thread t([&] {
         UniqueFd fd(::open(ns.path.c_str(), O_RDONLY | O_CLOEXEC));
-        if (fd.valid() && ::setns(fd.get(), CLONE_NEWNET) == 0) found = interfaces_here(ns.label);
+        if (fd.valid() && ::setns(fd.get(), CLONE_NEWNET) == 0) {
+          found = interfaces_here(ns.label, tc_only);
+        }
       });
       t.join();
     }
     for (InterfaceAttach& a : found) out.push_back(std::move(a));
   }
   return out;
+}
+
+// The points of interface `i`'s programs in `progs`: `<kind>/<ifname>`.
+void add_interface_points(const InterfaceAttach& i, const std::vector<uint32_t>& progs,
+                          const char* kind, std::vector<AttachEntry>& out) {
+  for (uint32_t p : progs) {
+    out.push_back(AttachEntry{p, 0, 0, 0, in_netns(fmt::format("{}/{}", kind, i.name), i.netns)});
+  }
 }
 
 bool contains(const std::vector<uint32_t>& v, uint32_t x) {
@@ -259,15 +273,12 @@ AttachScan scan_attach_points(const std::optional<Cgroup2Mount>& cgroup2, uint32
     for (uint32_t p : {i.xdp.driver, i.xdp.generic, i.xdp.offload}) {
       if (p) queried.push_back(AttachEntry{p, 0, 0, 0, xdp_point(i, p)});
     }
-    auto add = [&](const std::vector<uint32_t>& progs, const char* kind) {
-      for (uint32_t p : progs) queried.push_back(AttachEntry{p, 0, 0, 0, in_netns(fmt::format("{}/{}", kind, i.name), i.netns)});
-    };
-    add(i.tcx_ingress, "tcx/ingress");
-    add(i.tcx_egress, "tcx/egress");
-    add(i.netkit_primary, "netkit/primary");
-    add(i.netkit_peer, "netkit/peer");
-    add(i.tc_ingress, "tc/ingress");
-    add(i.tc_egress, "tc/egress");
+    add_interface_points(i, i.tcx_ingress, "tcx/ingress", queried);
+    add_interface_points(i, i.tcx_egress, "tcx/egress", queried);
+    add_interface_points(i, i.netkit_primary, "netkit/primary", queried);
+    add_interface_points(i, i.netkit_peer, "netkit/peer", queried);
+    add_interface_points(i, i.tc_ingress, "tc/ingress", queried);
+    add_interface_points(i, i.tc_egress, "tc/egress", queried);
   }
   auto links = bpf::list_links();
   if (!links.ok()) {
@@ -293,6 +304,19 @@ AttachScan scan_attach_points(const std::optional<Cgroup2Mount>& cgroup2, uint32
   });
   scan.cgroup_paths = std::move(ctx.cgroup_paths);
   return scan;
+}
+
+std::vector<AttachEntry> scan_tc_filters(uint32_t source, uint64_t time_ns) {
+  std::vector<AttachEntry> out;
+  for (const InterfaceAttach& i : all_interfaces(network_namespaces(), true)) {
+    add_interface_points(i, i.tc_ingress, "tc/ingress", out);
+    add_interface_points(i, i.tc_egress, "tc/egress", out);
+  }
+  for (AttachEntry& e : out) {
+    e.source = source;
+    e.time_ns = time_ns;
+  }
+  return out;
 }
 
 std::optional<std::string> captured_point(const CapturedLink& c, const AttachContext& base) {

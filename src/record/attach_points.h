@@ -57,6 +57,10 @@ struct AttachScan {
 AttachScan scan_attach_points(const std::optional<Cgroup2Mount>& cgroup2, uint32_t source,
                               uint64_t time_ns);
 
+// Only the classic tc (cls_bpf) filters of every interface of every network
+// namespace a process is in, named as scan_attach_points() names them.
+std::vector<perfdata::AttachEntry> scan_tc_filters(uint32_t source, uint64_t time_ns);
+
 // The point of a link (or an attachment without one) the in-kernel capture
 // saw made, named as link_point() names a listed one, with `ctx`'s cgroup
 // paths and network namespaces; nullopt when the capture did not name it

@@ -52,6 +52,33 @@ Status ProgramSections::add_attach(std::vector<perfdata::AttachEntry> learned) {
   return s;
 }
 
+void ProgramSections::saw_loaded(const std::vector<bpf::ProgInfo>& infos, uint64_t now_ns) {
+  constexpr uint32_t kSchedCls = 3, kSchedAct = 4;  // BPF_PROG_TYPE_SCHED_CLS, _SCHED_ACT
+  for (const bpf::ProgInfo& p : infos) {
+    if (p.info.type == kSchedCls || p.info.type == kSchedAct) tc_watch_.emplace(p.id(), now_ns);
+  }
+}
+
+Result<bool> ProgramSections::relist_tc(uint64_t now_ns) {
+  if (tc_watch_.empty() || now_ns - tc_listed_ns_ < kTcRelistNs) return false;
+  std::set<uint32_t> named;
+  for (const perfdata::AttachEntry& e : attach_.entries) named.insert(e.prog_id);
+  std::erase_if(tc_watch_, [&](const auto& w) {
+    return named.count(w.first) || now_ns - w.second > kTcWatchNs;
+  });
+  if (tc_watch_.empty()) return false;
+  tc_listed_ns_ = now_ns;
+  std::set<std::pair<uint32_t, std::string>> known;
+  for (const perfdata::AttachEntry& e : attach_.entries) known.emplace(e.prog_id, e.point);
+  std::vector<perfdata::AttachEntry> added;
+  for (perfdata::AttachEntry& e : scan_tc_filters(perfdata::AttachEntry::kListed, now_ns)) {
+    if (known.emplace(e.prog_id, e.point).second) added.push_back(std::move(e));
+  }
+  const bool found = !added.empty();
+  BPFPROF_TRY(add_attach(std::move(added)));
+  return found;
+}
+
 Status ProgramSections::list_at_end() {
   // Each piece is kept in memory even when writing one failed (the close
   // cuts the file back and reports it): the first error is returned.

@@ -38,6 +38,19 @@ class ProgramSections {
   Status add_loaders(std::vector<std::pair<uint32_t, uint64_t>> learned);
   Status add_attach(std::vector<perfdata::AttachEntry> learned);
 
+  // Classic tc filters are attached over netlink, which the capture does
+  // not see. Programs of the tc types (sched_cls, sched_act) loaded during
+  // the recording are remembered (saw_loaded), and while one of them has no
+  // point yet — for at most kTcWatchNs after its load — the tc filters are
+  // listed again at most every kTcRelistNs (relist_tc, after each pass):
+  // a filter that lives longer than that is named even when it is gone by
+  // the end. Entries found have source kListed; relist_tc says whether it
+  // found any.
+  static constexpr uint64_t kTcWatchNs = 5'000'000'000;
+  static constexpr uint64_t kTcRelistNs = 250'000'000;
+  void saw_loaded(const std::vector<bpf::ProgInfo>& infos, uint64_t now_ns);
+  Result<bool> relist_tc(uint64_t now_ns);
+
   // After the recording, before its workload is reaped: what the capture
   // still held, and the points attached during the recording and still
   // there (those listed at start are not repeated).
@@ -62,6 +75,8 @@ class ProgramSections {
   std::optional<Cgroup2Mount> cgroup2_;
   perfdata::OwnersSection owners_;
   perfdata::AttachSection attach_;
+  std::map<uint32_t, uint64_t> tc_watch_;  // tc-type program id -> when seen loaded
+  uint64_t tc_listed_ns_ = 0;
 };
 
 }  // namespace bpfprof::record

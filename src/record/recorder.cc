@@ -322,9 +322,13 @@ Result<RecordStats> record(const RecordOptions& o, const RecordSink& sink) {
     }
     enricher->take_learned(infos, btfs);
     BPFPROF_TRY(hand_to_writer(writer, infos, btfs));
-    const bool learned = !links.empty() || !loaders.empty();
+    bool learned = !links.empty() || !loaders.empty();
     BPFPROF_TRY(sections->add_attach(std::move(links)));
     BPFPROF_TRY(sections->add_loaders(std::move(loaders)));
+    const uint64_t now = monotonic_ns();
+    sections->saw_loaded(infos, now);
+    BPFPROF_ASSIGN_OR_RETURN(const bool tc_found, sections->relist_tc(now));
+    learned = learned || tc_found;
     if (copied || !infos.empty() || !btfs.empty() || learned) return writer.finish_round();
     return ok_status();
   };

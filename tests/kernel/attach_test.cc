@@ -10,7 +10,8 @@
 // BPF_PROG_ATTACH). The report, script and the section must name every
 // point as the truth does; Linux perf still reads the file. Programs only
 // ever run through BPF_PROG_TEST_RUN are `test_run only`. A classic tc
-// (cls_bpf) filter is listed at start and at end.
+// (cls_bpf) filter is listed at start, during the recording (after a
+// program of its type loads) and at end.
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -209,9 +210,10 @@ TEST_F(AttachKernelTest, AttachedAndDetachedDuringRecordingAreCaptured) {
 
 // Classic tc: the workload's cls_bpf filter at the clsact ingress of its
 // veth (netlink, no link, no bpf() attach the capture could see) is listed
-// at start when attached before the recording, and at end when attached
-// during it; named as the truth names it.
-TEST_F(AttachKernelTest, ClassicTcFiltersAreListedAtStartAndEnd) {
+// at start when attached before the recording, and during it when attached
+// during it — also when it is removed before the end; named as the truth
+// names it.
+TEST_F(AttachKernelTest, ClassicTcFiltersAreListedAtStartAndDuring) {
   auto tc_truth = [](const std::string& path) {
     for (const Truth& t : read_truth(path)) {
       if (t.name == "attached_tc") return t;
@@ -255,7 +257,18 @@ TEST_F(AttachKernelTest, ClassicTcFiltersAreListedAtStartAndEnd) {
     RunResult rec = run({kBin + "/bpfprof", "record", "-a", "-q", "-d", "1.5", "-o", data, "--",
                          kBin + "/bpfprof-workload", "--attached", "--tc", "--truth", truth_path});
     ASSERT_EQ(rec.exit_code, 0) << rec.err;
-    check_tc(data, tc_truth(truth_path), perfdata::AttachEntry::kAtEnd);
+    check_tc(data, tc_truth(truth_path), perfdata::AttachEntry::kListed);
+  }
+  {
+    // Attached for 2 s, detached 2 s before the end: the end listing cannot
+    // see it. (2 s is 8 relist intervals: the test holds on a busy machine.)
+    const std::string truth_path = dir_.file("tc_gone.json");
+    const std::string data = dir_.file("tc_gone.data");
+    RunResult rec = run({kBin + "/bpfprof", "record", "-a", "-q", "-d", "4", "-o", data, "--",
+                         kBin + "/bpfprof-workload", "--attached", "--tc", "--attached-for", "2s",
+                         "--truth", truth_path});
+    ASSERT_EQ(rec.exit_code, 0) << rec.err;
+    check_tc(data, tc_truth(truth_path), perfdata::AttachEntry::kListed);
   }
 }
 
