@@ -304,7 +304,6 @@ namespace {
 
 using namespace capture_test;
 
-
 // The recorder's default: programs loaded during the recording are captured
 // in the kernel; the file's BPF_PROG_INFO entry of a long-lived one equals
 // bpf_obj_get_info_by_fd array by array, one closed at once is stored too,

@@ -15,6 +15,7 @@
 #include <gtest/gtest.h>
 
 #include "perfdata/reader.h"
+#include "record/capture_kernel_test.h"
 #include "record/recorder.h"
 #include "testing/subprocess.h"
 
@@ -23,11 +24,6 @@ namespace {
 
 using perfdata::EnrichedProgramEntry;
 using perfdata::ProgramRunStats;
-
-off_t file_size(const std::string& path) {
-  struct stat st{};
-  return ::stat(path.c_str(), &st) == 0 ? st.st_size : 0;
-}
 
 // A socket filter "r0 = 0; exit", test-run `runs` times in `rounds` calls.
 struct Program {
@@ -54,19 +50,7 @@ struct Program {
   }
 };
 
-// Records system-wide for `o.duration_s` while `during` runs once the file exists.
-template <class Fn>
-Result<RecordStats> record_while(const RecordOptions& o, Fn during) {
-  Result<RecordStats> stats = make_error(Errc::kInternal, "not run");
-  std::thread recorder([&] { stats = record(o, {}); });
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-  while (file_size(o.output) < 4096 && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  during();
-  recorder.join();
-  return stats;
-}
+using capture_test::record_while;
 
 // Loads a Program and runs it 1000 times twice, each time outliving a poll
 // (100 ms) so the last value covers the runs; its id (0 if it did not load).
