@@ -6,19 +6,17 @@
 #include <tuple>
 
 #include "record/attach_points.h"
-#include "record/kernel_maps.h"
 #include "record/owners.h"
 
 namespace bpfprof::record {
 
 Result<ProgramSections> ProgramSections::start(perfdata::FileWriter& writer,
                                                const std::vector<uint32_t>& synthesized,
+                                               std::optional<Cgroup2Mount> cgroup2,
                                                CaptureEnricher* in_kernel,
                                                const RecordSink& sink) {
   ProgramSections s(writer, in_kernel);
-  if (auto mountinfo = read_text_file("/proc/self/mountinfo"); mountinfo.ok()) {
-    s.cgroup2_ = find_cgroup2_mount(*mountinfo);
-  }
+  s.cgroup2_ = std::move(cgroup2);
   // Who holds the programs that were there before us, and in which cgroups
   // (those loaded from now on name their loader in their BPF_EVENT, the
   // capture its cgroup).
@@ -61,15 +59,14 @@ void ProgramSections::saw_loaded(const std::vector<bpf::ProgInfo>& infos, uint64
 
 Result<bool> ProgramSections::relist_tc(uint64_t now_ns) {
   if (tc_watch_.empty() || now_ns - tc_listed_ns_ < kTcRelistNs) return false;
-  std::set<uint32_t> named;
-  for (const perfdata::AttachEntry& e : attach_.entries) named.insert(e.prog_id);
+  std::set<std::pair<uint32_t, std::string>> known;
+  for (const perfdata::AttachEntry& e : attach_.entries) known.emplace(e.prog_id, e.point);
   std::erase_if(tc_watch_, [&](const auto& w) {
-    return named.count(w.first) || now_ns - w.second > kTcWatchNs;
+    auto named = known.lower_bound({w.first, std::string()});
+    return (named != known.end() && named->first == w.first) || now_ns - w.second > kTcWatchNs;
   });
   if (tc_watch_.empty()) return false;
   tc_listed_ns_ = now_ns;
-  std::set<std::pair<uint32_t, std::string>> known;
-  for (const perfdata::AttachEntry& e : attach_.entries) known.emplace(e.prog_id, e.point);
   std::vector<perfdata::AttachEntry> added;
   for (perfdata::AttachEntry& e : scan_tc_filters(perfdata::AttachEntry::kListed, now_ns)) {
     if (known.emplace(e.prog_id, e.point).second) added.push_back(std::move(e));

@@ -28,9 +28,11 @@ class ProgramSections {
  public:
   // Lists who holds the programs `synthesized` (those there before us) and
   // where every program is attached now, and writes both into the data.
-  // `in_kernel` (may be null) gets the names of the cgroups seen.
+  // `cgroup2` is the cgroup v2 hierarchy, if mounted; `in_kernel` (may be
+  // null) gets the names of the cgroups seen.
   static Result<ProgramSections> start(perfdata::FileWriter& writer,
                                        const std::vector<uint32_t>& synthesized,
+                                       std::optional<Cgroup2Mount> cgroup2,
                                        CaptureEnricher* in_kernel, const RecordSink& sink);
 
   // What the capture learned in a pass: into the data, and kept. A writer

@@ -140,6 +140,7 @@ Status hand_to_writer(perfdata::FileWriter& writer, const std::vector<bpf::ProgI
 Result<BpfSynthesis> write_initial_state(perfdata::FileWriter& writer, EventSet& events,
                                          size_t trailer, const KallsymsScan& kallsyms,
                                          bool cgroups, bool cgroup_samples,
+                                         const std::optional<Cgroup2Mount>& mount,
                                          const RecordSink& sink) {
   SynthBuffer synth(trailer);
   auto flush = [&]() -> Status {
@@ -158,8 +159,6 @@ Result<BpfSynthesis> write_initial_state(perfdata::FileWriter& writer, EventSet&
     // Cgroups created from here on come as CGROUP records of the side-band
     // event; one created during this walk may be described twice (same id
     // and path).
-    auto mountinfo = read_text_file("/proc/self/mountinfo");
-    auto mount = mountinfo.ok() ? find_cgroup2_mount(*mountinfo) : std::nullopt;
     if (!mount) {
       if (sink.notice && cgroup_samples) {
         sink.notice("--cgroup: no cgroup v2 hierarchy mounted: cgroups are unnamed");
@@ -291,12 +290,19 @@ Result<RecordStats> record(const RecordOptions& o, const RecordSink& sink) {
         return before_start(std::move(s).error());
     }
   }
+  // The cgroup v2 hierarchy, read once: cgroups synthesized, holders'
+  // cgroups, cgroup attach points.
+  std::optional<Cgroup2Mount> cgroup2;
+  if (auto mountinfo = read_text_file("/proc/self/mountinfo"); mountinfo.ok()) {
+    cgroup2 = find_cgroup2_mount(*mountinfo);
+  }
   auto bpf = write_initial_state(writer, events, layout.id_hdr_size(), *kallsyms,
-                                 names_cgroups(o), o.cgroup, sink);
+                                 names_cgroups(o), o.cgroup, cgroup2, sink);
   if (!bpf.ok()) return before_start(std::move(bpf).error());
   // Who holds the programs there before us, where every program is
   // attached: listed now, into the data at once.
-  auto sections = ProgramSections::start(writer, bpf->synthesized, in_kernel.get(), sink);
+  auto sections =
+      ProgramSections::start(writer, bpf->synthesized, cgroup2, in_kernel.get(), sink);
   if (!sections.ok()) return before_start(std::move(sections).error());
   if (auto s = hand_to_writer(writer, bpf->infos, bpf->btfs); !s.ok())
     return before_start(std::move(s).error());
