@@ -2,7 +2,7 @@
 // annotate's renderers. Text: a header per program, then per function each
 // source line (file:line, its samples, its text) with its instructions below
 // (samples, percent, offset, disassembly); hot lines and instructions in
-// colour on a terminal. JSON: the same tree (schema: README "Annotate").
+// colour on a terminal. JSON: the same tree (schema: docs/annotate.md, "JSON").
 #include <cmath>
 #include <map>
 

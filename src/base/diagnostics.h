@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 // The diagnostics every report shows (DESIGN rule 3: nothing recorded is lost
 // silently), declared once: the name (the JSON key and the text footer's
-// word), the severity, when it is listed, and what it counts. The README's
-// table is checked against this one by a test (src/report/diagnostics_test.cc).
+// word), the severity, when it is listed, and what it counts. The table in
+// docs/diagnostics.md is checked against this one by a test
+// (src/report/diagnostics_test.cc).
 //
-// Adding a counter is one line in BPFPROF_DIAGNOSTICS (and its line in the
-// README): X(enumerator, "name", severity, listed, "meaning"). Code counts it
-// with `counts[Diag::kEnumerator] += n`; the report lists it by its name.
+// Adding a counter is one line in BPFPROF_DIAGNOSTICS (and its line in
+// docs/diagnostics.md): X(enumerator, "name", severity, listed, "meaning").
+// Code counts it with `counts[Diag::kEnumerator] += n`; the report lists it by
+// its name.
 #pragma once
 
 #include <array>

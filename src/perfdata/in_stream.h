@@ -6,7 +6,8 @@
 //
 // Carrier: perf's record type 65 (PERF_RECORD_HEADER_EVENT_TYPE), deprecated
 // and skipped without a word by perf 6.1's report and script in file and
-// pipe mode (measured: README "Recording"). A record of ours:
+// pipe mode (measured: docs/files.md, "Written as it is learned"). A record
+// of ours:
 //    0 perf_event_header { type 65, misc 0, size (multiple of 8) }
 //    8 u64 magic "BPFPROF1"        (an old perf's own type-65 record has none)
 //   16 u32 feature number          (the feature section it stands for)

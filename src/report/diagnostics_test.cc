@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// The diagnostics table: well formed, and the README's table says the same,
-// row for row.
+// The diagnostics table: well formed, and the table in docs/diagnostics.md
+// says the same, row for row.
 #include "base/diagnostics.h"
 
 #include <fmt/format.h>
@@ -23,9 +23,9 @@ TEST(DiagnosticsTable, EnumeratorsIndexTheirRowsAndNamesAreUnique) {
   }
 }
 
-TEST(DiagnosticsTable, ReadmeListsEveryCounterAsDeclared) {
-  std::ifstream in(BPFPROF_README);
-  ASSERT_TRUE(in) << BPFPROF_README;
+TEST(DiagnosticsTable, DocListsEveryCounterAsDeclared) {
+  std::ifstream in(BPFPROF_DIAGNOSTICS_DOC);
+  ASSERT_TRUE(in) << BPFPROF_DIAGNOSTICS_DOC;
   std::vector<std::string> rows;
   bool table = false;
   for (std::string line; std::getline(in, line);) {

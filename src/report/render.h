@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The report renderers: text (header, BPF program table, the table of the
 // chosen sort keys with optional callers trees, diagnostics footer) and JSON
-// (one object; schema in README "Reports"). Both read ReportData only.
+// (one object; schema in docs/report.md, "JSON"). Both read ReportData only.
 #pragma once
 
 #include <string>

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// The JSON report: one object, keys in a fixed order (schema: README "Reports").
+// The JSON report: one object, keys in a fixed order (schema: docs/report.md, "JSON").
 #include <algorithm>
 #include <cmath>
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// `top --format json`: one JSON object per refresh (schema: README "top").
+// `top --format json`: one JSON object per refresh (schema: docs/top.md, "JSON").
 #include <nlohmann/json.hpp>
 
 #include "top/screen.h"
