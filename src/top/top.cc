@@ -9,6 +9,8 @@
 #include <cerrno>
 #include <chrono>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "perf/event_open.h"
 #include "record/signals.h"
@@ -45,7 +47,20 @@ Status run_top(const TopOptions& o, std::FILE* out,
   // Before anything else: SIGINT/SIGTERM become readable on a descriptor, so
   // they end the loop like `q` and the terminal is restored on the way out.
   BPFPROF_ASSIGN_OR_RETURN(record::SignalGuard signals, record::SignalGuard::block_stop_signals());
-  BPFPROF_ASSIGN_OR_RETURN(std::unique_ptr<LiveSession> session, LiveSession::open(o.live, notice));
+  const bool screen = !o.stdio && !o.json;
+  if (screen) BPFPROF_TRY(CursesView::check_terminal());
+  // Notices are told once the session runs; a failure before that is one
+  // line with them folded in.
+  std::vector<std::string> notices;
+  auto session_or = LiveSession::open(o.live, [&](std::string_view l) { notices.emplace_back(l); });
+  if (!session_or.ok()) {
+    Error e = std::move(session_or).error();
+    for (const std::string& n : notices) e.message += " (note: " + n + ")";
+    return e;
+  }
+  std::unique_ptr<LiveSession> session = std::move(session_or).value();
+  // Before the screen takes over, so stderr is still the terminal.
+  for (const std::string& n : notices) notice(n);
   SessionInfo info;
   info.event = session->event_name();
   info.frequency = session->frequency();
@@ -59,7 +74,7 @@ Status run_top(const TopOptions& o, std::FILE* out,
   info.run_stats_note = session->run_stats_note();
 
   std::unique_ptr<View> view;
-  if (o.stdio || o.json) {
+  if (!screen) {
     view = std::make_unique<StdioView>(out);
   } else {
     BPFPROF_ASSIGN_OR_RETURN(view, CursesView::open());
@@ -68,21 +83,16 @@ Status run_top(const TopOptions& o, std::FILE* out,
   model.set_baseline(session->baseline());
   ViewState state;
   state.instances = o.instances;
-  auto draw = [&] {
+  auto draw = [&]() -> Status {
     if (o.json) {
-      if (model.refreshes() == 0) return;
-      const std::string line = format_json(model, info, ScreenSize{}.symbol_rows, o.instances) + "\n";
-      std::fwrite(line.data(), 1, line.size(), out);
-      std::fflush(out);  // a reader sees each refresh whole, when it happens
-      return;
+      if (model.refreshes() == 0) return ok_status();
+      // A reader sees each refresh whole, when it happens.
+      return write_out(out, format_json(model, info, ScreenSize{}.symbol_rows, o.instances) + "\n");
     }
-    if (model.refreshes() == 0) {
-      view->show(format_waiting(info, o.refresh_s));
-    } else {
-      view->show(format_screen(model, state, info, view->size()));
-    }
+    if (model.refreshes() == 0) return view->show(format_waiting(info, o.refresh_s));
+    return view->show(format_screen(model, state, info, view->size()));
   };
-  if (!o.stdio && !o.json) draw();
+  if (screen) BPFPROF_TRY(draw());
 
   const auto period = std::chrono::duration_cast<Clock::duration>(
       std::chrono::duration<double>(o.refresh_s));
@@ -109,7 +119,7 @@ Status run_top(const TopOptions& o, std::FILE* out,
       // A slow refresh does not make the next ones come in a burst.
       next = std::max(next + period, Clock::now());
     }
-    if (redraw) draw();
+    if (redraw) BPFPROF_TRY(draw());
     if (o.refreshes && model.refreshes() >= *o.refreshes) break;
   }
   return ok_status();
