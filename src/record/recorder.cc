@@ -313,6 +313,7 @@ Result<RecordStats> record(const RecordOptions& o, const RecordSink& sink) {
   if (workload) {
     if (auto s = workload->start(); !s.ok()) return before_start(std::move(s).error());
   }
+  if (sink.started) sink.started();
 
   // Each pass: what the capture (or the enricher) learned since the last
   // one goes into the data, then the round closes.

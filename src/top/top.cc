@@ -39,28 +39,39 @@ bool wait(Clock::time_point deadline, int signal_fd, int input_fd) {
   return false;
 }
 
-}  // namespace
+// Notices (the PMU fallback) are held until top has shown something, or the
+// screen is about to take the terminal; a failure before that is one line
+// with them folded in.
+class HeldNotices {
+ public:
+  explicit HeldNotices(const std::function<void(std::string_view)>& tell) : tell_(tell) {}
+  void hold(std::string_view line) { held_.emplace_back(line); }
+  void tell() {
+    for (const std::string& l : held_) tell_(l);
+    held_.clear();
+  }
+  Error fold(Error e) {
+    for (const std::string& l : held_) e.message += " (note: " + l + ")";
+    held_.clear();
+    return e;
+  }
 
-Status run_top(const TopOptions& o, std::FILE* out,
-               const std::function<void(std::string_view)>& notice) {
-  if (!(o.refresh_s > 0)) return make_error(Errc::kInvalidArgument, "-d must be above 0 seconds");
+ private:
+  const std::function<void(std::string_view)>& tell_;
+  std::vector<std::string> held_;
+};
+
+Status run(const TopOptions& o, std::FILE* out, HeldNotices& notices) {
   // Before anything else: SIGINT/SIGTERM become readable on a descriptor, so
   // they end the loop like `q` and the terminal is restored on the way out.
   BPFPROF_ASSIGN_OR_RETURN(record::SignalGuard signals, record::SignalGuard::block_stop_signals());
   const bool screen = !o.stdio && !o.json;
   if (screen) BPFPROF_TRY(CursesView::check_terminal());
-  // Notices are told once the session runs; a failure before that is one
-  // line with them folded in.
-  std::vector<std::string> notices;
-  auto session_or = LiveSession::open(o.live, [&](std::string_view l) { notices.emplace_back(l); });
-  if (!session_or.ok()) {
-    Error e = std::move(session_or).error();
-    for (const std::string& n : notices) e.message += " (note: " + n + ")";
-    return e;
-  }
-  std::unique_ptr<LiveSession> session = std::move(session_or).value();
+  BPFPROF_ASSIGN_OR_RETURN(
+      std::unique_ptr<LiveSession> session,
+      LiveSession::open(o.live, [&](std::string_view l) { notices.hold(l); }));
   // Before the screen takes over, so stderr is still the terminal.
-  for (const std::string& n : notices) notice(n);
+  if (screen) notices.tell();
   SessionInfo info;
   info.event = session->event_name();
   info.frequency = session->frequency();
@@ -92,7 +103,12 @@ Status run_top(const TopOptions& o, std::FILE* out,
     if (model.refreshes() == 0) return view->show(format_waiting(info, o.refresh_s));
     return view->show(format_screen(model, state, info, view->size()));
   };
-  if (screen) BPFPROF_TRY(draw());
+  auto shown = [&]() -> Status {
+    BPFPROF_TRY(draw());
+    notices.tell();  // something reached the output: top runs
+    return ok_status();
+  };
+  if (screen) BPFPROF_TRY(shown());
 
   const auto period = std::chrono::duration_cast<Clock::duration>(
       std::chrono::duration<double>(o.refresh_s));
@@ -119,9 +135,21 @@ Status run_top(const TopOptions& o, std::FILE* out,
       // A slow refresh does not make the next ones come in a burst.
       next = std::max(next + period, Clock::now());
     }
-    if (redraw) BPFPROF_TRY(draw());
+    if (redraw) BPFPROF_TRY(shown());
     if (o.refreshes && model.refreshes() >= *o.refreshes) break;
   }
+  notices.tell();
+  return ok_status();
+}
+
+}  // namespace
+
+Status run_top(const TopOptions& o, std::FILE* out,
+               const std::function<void(std::string_view)>& notice) {
+  if (!(o.refresh_s > 0)) return make_error(Errc::kInvalidArgument, "-d must be above 0 seconds");
+  HeldNotices notices(notice);
+  Status s = run(o, out, notices);
+  if (!s.ok()) return notices.fold(std::move(s).error());
   return ok_status();
 }
 

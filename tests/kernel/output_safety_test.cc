@@ -190,6 +190,31 @@ TEST_F(OutputSafetyTest, FullDiskAfterTheFirstRoundKeepsWhatWasRecorded) {
   expect_perf_reads(out);
 }
 
+// A failure before the recording runs is one line, whatever notices (the
+// PMU fallback on a machine without one) came before it: they are folded in.
+TEST_F(OutputSafetyTest, FailuresToStartAreOneLine) {
+  const std::string missing = dir_.file("no/such/dir/out.data");
+  const std::vector<std::vector<std::string>> cases = {
+      {kBin + "/bpfprof", "record", "-a", "-d", "0.2", "-o", missing},
+      {kBin + "/bpfprof", "record", "-a", "-d", "0.2", "-o", dir_.path()},
+      {kBin + "/bpfprof", "record", "-a", "-d", "0.2", "-o", "/dev/full"},
+      {kBin + "/bpfprof", "record", "-o", dir_.file("x.data"), "--", "/nonexistent/command"},
+      {kBin + "/bpfprof", "top", "-n", "1"},  // stdin is /dev/null: not a terminal
+  };
+  for (const auto& argv : cases) {
+    RunResult r = run(argv);
+    EXPECT_NE(r.exit_code, 0) << argv.back();
+    EXPECT_EQ(lines(r.err), 1u) << argv.back() << ": " << r.err;
+    EXPECT_TRUE(r.err.starts_with("bpfprof " + argv[1] + ": ")) << r.err;
+  }
+  // top's output that cannot be written fails like every command's.
+  RunResult top = run({"sh", "-c", kBin + "/bpfprof top --format json -n 2 -d 0.2 >/dev/full"});
+  EXPECT_EQ(top.exit_code, 1) << top.err;
+  EXPECT_EQ(lines(top.err), 1u) << top.err;
+  EXPECT_NE(top.err.find("writing standard output: No space left on device"), std::string::npos)
+      << top.err;
+}
+
 // A recording whose writer was killed (no feature table: what it learned is
 // in-stream) with its kallsyms snapshot damaged in one chunk, and every sample
 // cut short: `report` counts one unreadable section and says the kernel
