@@ -73,7 +73,7 @@ Result<int> look_at_leaf(const OutputDir& dir, const std::string& path, struct s
   if (S_ISREG(st.st_mode)) return 0;
   if (S_ISCHR(st.st_mode) && path.starts_with("/dev/")) return 0;
   return refused(path + " is " + kind_of(st.st_mode) +
-                 ": refusing to write to it (-o - writes to standard output)");
+                 ": refusing to write to it");
 }
 
 // Moves a regular file at the name aside: to name.old with keep_old (when it

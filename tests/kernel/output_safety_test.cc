@@ -337,7 +337,7 @@ TEST_F(SharedDirTest, PlantedFifosAndLinkedDirectoriesAreRefused) {
     RunResult r = run(argv);
     EXPECT_EQ(r.exit_code, 2) << argv[1] << ": " << r.err;
     EXPECT_EQ(r.err, "bpfprof " + argv[1] + ": " + sticky_ +
-                         "/fifo is a FIFO: refusing to write to it (-o - writes to standard output)\n");
+                         "/fifo is a FIFO: refusing to write to it\n");
   }
   for (const auto& argv : writers(sticky_ + "/reports/out")) {
     RunResult r = run(argv);
