@@ -37,14 +37,17 @@ Result<perfdata::KallsymsTable> read_user_kallsyms(const std::string& path) {
 // kernel code. Without one, says whether this host runs the recorded kernel
 // (BUILD_ID feature against /sys/kernel/notes: the only host file read
 // without the flag, and only for this hint).
-std::string kernel_symbols_note(const perfdata::Features& f, const std::string& kallsyms_flag) {
+std::string kernel_symbols_note(const perfdata::Features& f, bool damaged,
+                                const std::string& kallsyms_flag) {
   const bool snapshot = f.kallsyms.has_value() || !f.kallsyms_packed.empty();
   if (!kallsyms_flag.empty()) {
     return "from --kallsyms " + kallsyms_flag +
            (snapshot ? " (instead of the file's snapshot)" : "");
   }
   if (snapshot) return "";
-  std::string note = "none (the file has no kallsyms snapshot): kernel frames are [unknown]";
+  std::string note = damaged ? "damaged (the file's kallsyms snapshot is unreadable, see "
+                               "feature_sections_unreadable): kernel frames are [unknown]"
+                             : "none (the file has no kallsyms snapshot): kernel frames are [unknown]";
   std::vector<uint8_t> recorded;
   if (auto it = f.other.find(perfdata::kFeatBuildId); it != f.other.end()) {
     recorded = perfdata::recorded_kernel_build_id(it->second);
@@ -101,7 +104,8 @@ Status Session::pass1(const SessionOptions& options) {
   if (!options.kallsyms.empty()) {
     BPFPROF_ASSIGN_OR_RETURN(user_kallsyms, read_user_kallsyms(options.kallsyms));
   }
-  header_.kernel_symbols = kernel_symbols_note(f, options.kallsyms);
+  header_.kernel_symbols = kernel_symbols_note(
+      f, reader_.damaged_features().contains(perfdata::kFeatBpfprofKallsyms), options.kallsyms);
   // Made before the walk: it opens the kallsyms snapshot meanwhile.
   symbolizer_ = std::make_unique<symbols::Symbolizer>(
       f, symbols::Symbolizer::Options{options.symfs, options.read_elf, std::move(user_kallsyms)});

@@ -13,6 +13,7 @@
 #include "analysis/recording.h"
 #include "analysis/sample_filter.h"
 #include "analysis/session.h"
+#include "base/diagnostics.h"
 #include "base/output_open.h"
 #include "cli/progress_meter.h"
 #include "export/export.h"
@@ -132,6 +133,15 @@ int run_export(const ExportFlags& f) {
   analysis::add_bpf_addresses(data, (*session)->symbolizer());  // pprof mappings
 
   const uint64_t shown = shown_samples(data.profile, f.bpf_only);
+  const auto bad = data.profile.counters().find(diag_info(Diag::kSamplesBad).name);
+  if (data.profile.total().samples == 0 && bad != data.profile.counters().end() && bad->second > 0) {
+    // Nothing was exported because nothing could be read: a failure, as
+    // `report` counts it, not an empty result.
+    return fail("export", make_error(Errc::kBadRecord,
+                                     fmt::format("{}: every sample is damaged (samples_bad={}): "
+                                                 "nothing to export",
+                                                 f.input, bad->second)));
+  }
   if (shown == 0) {
     std::fprintf(stderr, "bpfprof export: no samples%s in %s; the output is empty\n",
                  agg.filter.active() || f.bpf_only ? " match the filters" : "", f.input.c_str());

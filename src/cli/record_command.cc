@@ -4,6 +4,8 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <string>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -120,10 +122,26 @@ int run_record(const RecordFlags& flags, const std::vector<std::string>& argv) {
   const bool tty = !flags.quiet && ::isatty(STDERR_FILENO);
   bool progress_shown = false;
   record::RecordSink sink;
-  sink.notice = [&](std::string_view line) {
-    if (flags.quiet) return;
+  // Notices are told once the recording runs; a failure before that is one
+  // line, with them folded in.
+  bool started = false;
+  std::vector<std::string> held;
+  auto tell = [&](std::string_view line) {
     if (progress_shown) std::fputs("\r\x1b[K", stderr);
     std::fprintf(stderr, "bpfprof record: %.*s\n", static_cast<int>(line.size()), line.data());
+  };
+  sink.notice = [&](std::string_view line) {
+    if (flags.quiet) return;
+    if (started) {
+      tell(line);
+    } else {
+      held.emplace_back(line);
+    }
+  };
+  sink.started = [&] {
+    started = true;
+    for (const std::string& line : held) tell(line);
+    held.clear();
   };
   if (tty) {
     sink.progress = [&](const record::Progress& p) {
@@ -134,7 +152,11 @@ int run_record(const RecordFlags& flags, const std::vector<std::string>& argv) {
   }
   auto stats = record::record(*options, sink);
   if (progress_shown) std::fputs("\r\x1b[K", stderr);
-  if (!stats.ok()) return fail("record", stats.error());
+  if (!stats.ok()) {
+    Error e = std::move(stats).error();
+    for (const std::string& line : held) e.message += " (note: " + line + ")";
+    return fail("record", e);
+  }
   if (!flags.quiet) {
     std::fprintf(stderr, "%s\n", record::format_summary(*stats).c_str());
     if (!stats->enrichment.programs.empty()) {

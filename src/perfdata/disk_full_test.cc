@@ -127,6 +127,31 @@ TEST_F(DiskFullTest, KeepsCompleteRoundsAndFeaturesThatFit) {
   EXPECT_EQ(r->attrs()[0].name, "cpu-clock");
 }
 
+// Full before the first round completed: perf refuses a data section of
+// size 0, so the file keeps one FINISHED_ROUND record and says it holds no
+// samples; both readers open it.
+TEST_F(DiskFullTest, FullBeforeTheFirstRoundLeavesAReadableEmptyFile) {
+  const std::string path = dir_.file("empty.data");
+  Features f;
+  f.hostname = "h";
+  ChildReport rep = run_child(path, 600, f);
+  ASSERT_EQ(rep.complete_rounds, 0);
+  EXPECT_TRUE(rep.close_failed);
+  EXPECT_NE(std::string(rep.message).find("nothing was recorded before it: the file holds no samples"),
+            std::string::npos)
+      << rep.message;
+  auto r = FileReader::open(path);
+  ASSERT_TRUE(r.ok()) << r.error().to_string();
+  EXPECT_EQ(r->data_size(), sizeof(perf_event_header));
+  int records = 0, finished = 0;
+  ASSERT_TRUE(r->for_each_record([&](const perf::RecordView& v, uint64_t) {
+                 ++records;
+                 finished += v.header.type == perf::kRecordFinishedRound;
+               }).ok());
+  EXPECT_EQ(records, 1);
+  EXPECT_EQ(finished, 1);
+}
+
 TEST_F(DiskFullTest, DropsFeaturesThatDoNotFit) {
   const std::string path = dir_.file("full2.data");
   Features f;

@@ -45,12 +45,18 @@ Status InStreamCollector::add(const perf::RecordView& r) {
   const uint64_t offset = load_unaligned<uint64_t>(b.data() + 32);
   const Bytes chunk = b.subspan(kInStreamHeaderSize);
   auto bad = [&](const std::string& why) -> Status {
+    dropped_.insert(assembling_ ? partial_.feat : static_cast<int>(feat));
     assembling_ = false;
     partial_ = {};
+    // The rest of a damaged blob's chunks are dropped with it, unreported:
+    // one damaged record is one error.
+    skipping_ = true;
     return make_error_at(Errc::kBadRecord, r.offset,
                          "in-stream feature " + std::to_string(feat) + ": " + why);
   };
   Status earlier = ok_status();
+  if (offset != 0 && skipping_ && !assembling_) return ok_status();
+  skipping_ = false;
   if (offset == 0) {
     // A blob still open here was cut short; the new one still counts.
     if (assembling_) earlier = finish();
@@ -76,8 +82,9 @@ Status InStreamCollector::add(const perf::RecordView& r) {
   return earlier;
 }
 
-Status InStreamCollector::finish() const {
+Status InStreamCollector::finish() {
   if (!assembling_) return ok_status();
+  dropped_.insert(partial_.feat);
   return make_error_at(Errc::kTruncated, partial_.at,
                        "in-stream feature " + std::to_string(partial_.feat) + " ends after " +
                            std::to_string(partial_.bytes.size()) + " of " +

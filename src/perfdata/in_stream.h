@@ -21,6 +21,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <vector>
 
 #include "base/byte_cursor.h"
@@ -48,18 +49,23 @@ class InStreamCollector {
     uint64_t at = 0;  // file offset of its first record
   };
   // A record of ours. A chunk that does not continue the blob being
-  // assembled is an error naming its offset (the partial blob is dropped).
+  // assembled is an error naming its offset (the partial blob is dropped,
+  // and the chunks after it that belong to it too, without more errors).
   Status add(const perf::RecordView& r);
   // Blobs completed so far, in file order; a blob still incomplete is
   // reported by finish().
   std::vector<Blob>& blobs() { return blobs_; }
-  Status finish() const;
+  Status finish();
+  // Features a damaged or incomplete blob was dropped from.
+  const std::set<int>& dropped() const { return dropped_; }
 
  private:
   std::vector<Blob> blobs_;
   Blob partial_;
   uint64_t partial_size_ = 0;
   bool assembling_ = false;
+  bool skipping_ = false;  // after a damaged chunk, until the next blob starts
+  std::set<int> dropped_;
 };
 
 }  // namespace bpfprof::perfdata

@@ -6,6 +6,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
+#include <set>
+
 #include "perfdata/file_format.h"
 #include "perfdata/reader.h"
 #include "testing/perfdata_fixtures.h"
@@ -152,6 +155,37 @@ TEST(InStreamTest, ChunksOutOfOrderAreNamedNotTrusted) {
   ASSERT_TRUE(whole.finish().ok());
   ASSERT_EQ(whole.blobs().size(), 1u);
   EXPECT_EQ(whole.blobs()[0].feat, kFeatBpfBtf);
+}
+
+// One damaged chunk in the middle of a blob of many (a kallsyms snapshot is
+// ~70): one error, the rest of that blob dropped quietly, the next blob
+// read, and the feature named as damaged.
+TEST(InStreamTest, OneDamagedChunkIsOneError) {
+  std::vector<std::byte> payload(10 * 65000);
+  for (size_t i = 0; i < payload.size(); ++i) payload[i] = std::byte(i * 13);
+  ByteVec records;
+  append_in_stream_records(records, kFeatBpfprofKallsyms, payload);
+  std::vector<size_t> starts;
+  for (size_t pos = 0; pos < records.size(); pos += load_unaligned<uint16_t>(records.data() + pos + 6))
+    starts.push_back(pos);
+  ASSERT_GT(starts.size(), 5u);
+  // The third chunk claims another offset.
+  const uint64_t wrong = 12345;
+  std::memcpy(records.data() + starts[2] + 32, &wrong, sizeof wrong);
+  append_in_stream_records(records, kFeatBpfBtf, encode_bpf_btf({big_btf(3)}));
+  InStreamCollector c;
+  int errors = 0;
+  for (size_t pos = 0; pos < records.size();) {
+    auto v = perf::record_at(records, pos, 0);
+    ASSERT_TRUE(v.ok());
+    errors += !c.add(*v).ok();
+    pos += v->header.size;
+  }
+  EXPECT_TRUE(c.finish().ok());
+  EXPECT_EQ(errors, 1);
+  ASSERT_EQ(c.blobs().size(), 1u);
+  EXPECT_EQ(c.blobs()[0].feat, kFeatBpfBtf);
+  EXPECT_EQ(c.dropped(), std::set<int>{kFeatBpfprofKallsyms});
 }
 
 }  // namespace

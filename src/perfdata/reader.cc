@@ -234,11 +234,13 @@ Status FileReader::parse_file() {
     entry_at += sizeof(FileSection);
     if (feat == 0) continue;
     if (!in_file(s.offset, s.size, file_size)) {
+      damaged_features_.insert(feat);
       feature_errors_.push_back(section_error(entry_at - sizeof(FileSection),
                                               "feature " + std::to_string(feat), s, file_size));
       continue;
     }
     if (auto other = overlapped(s, h, taken)) {
+      damaged_features_.insert(feat);
       feature_errors_.push_back(make_error_at(
           Errc::kBadRecord, entry_at - sizeof(FileSection),
           "feature " + std::to_string(feat) + " section [" + std::to_string(s.offset) + ", +" +
@@ -287,6 +289,7 @@ Status FileReader::take_in_stream_features() {
     pos += static_cast<size_t>(extra);
   }
   if (Status s = collector.finish(); !s.ok()) feature_errors_.push_back(std::move(s).error());
+  damaged_features_.insert(collector.dropped().begin(), collector.dropped().end());
   std::vector<std::string> event_names;
   std::vector<bpf::ProgInfo> infos;
   std::vector<bpf::BtfBlob> btfs;
@@ -346,7 +349,10 @@ void FileReader::decode_one_feature(int feat, Bytes payload, uint64_t at,
     stats_.unknown_features++;
   }
   Status st = decode_feature(feat, payload, at, features_, event_names);
-  if (!st.ok()) feature_errors_.push_back(std::move(st).error());
+  if (!st.ok()) {
+    damaged_features_.insert(feat);
+    feature_errors_.push_back(std::move(st).error());
+  }
 }
 
 const FileAttr* FileReader::attr_for(const perf::RecordView& r) const {

@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -76,6 +77,8 @@ class FileReader {
   // Feature sections that were present but could not be decoded (the file is
   // still usable; each error names the section's byte offset).
   const std::vector<Error>& feature_errors() const { return feature_errors_; }
+  // The features those errors are about (a section, or in-stream blobs).
+  const std::set<int>& damaged_features() const { return damaged_features_; }
   const ReaderStats& stats() const { return stats_; }
 
   // The attr a record belongs to: by id (trailer or sample), id 0 or a single
@@ -141,6 +144,7 @@ class FileReader {
   bool features_in_stream_ = false;
   std::vector<std::vector<std::byte>> owned_blobs_;  // in-stream blobs (views point here)
   std::vector<Error> feature_errors_;
+  std::set<int> damaged_features_;
   std::unordered_map<uint64_t, size_t> attr_by_id_;  // id -> index in attrs_
   // The same pairs in insertion order, scanned instead while they are few.
   static constexpr size_t kFewIds = 16;

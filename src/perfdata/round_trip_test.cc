@@ -360,47 +360,65 @@ TEST_F(RoundTripTest, ExistingFileIsTruncatedAndMode0600) {
   EXPECT_LT(st.st_size, 1000);
 }
 
-TEST_F(RoundTripTest, RotateKeepsEmptyFilesAndDevices) {
+TEST_F(RoundTripTest, EmptyFilesAreReplacedAndDevicesWritten) {
+  OutputOpen keep;
+  keep.keep_old = true;
   const std::string empty = dir_.file("empty.data");
   { std::ofstream(empty) << ""; }
-  bool rotated = true;
-  ASSERT_TRUE(rotate_old(empty, &rotated).ok());
-  EXPECT_FALSE(rotated);
+  auto e = FileWriter::create(empty, testing::two_attrs(), keep);
+  ASSERT_TRUE(e.ok()) << e.error().to_string();
+  EXPECT_FALSE(e->rotated()) << "an empty file has nothing to keep";
   EXPECT_EQ(access((empty + ".old").c_str(), F_OK), -1);
-  // A character device (a /dev/null of our own): written to, never renamed,
-  // chmod-ed, cut or removed, as `record -o /dev/null` must leave /dev/null.
-  const std::string dev = dir_.file("null");
+  ASSERT_TRUE(e->close({}).ok());
+  // A character device (a /dev/null of our own, under /dev/ as a path only
+  // root can make one): written to, never renamed, chmod-ed, cut or removed,
+  // as `record -o /dev/null` must leave /dev/null.
+  const std::string dev = "/dev/bpfprof-test-null-" + std::to_string(::getpid());
   if (::mknod(dev.c_str(), S_IFCHR | 0666, makedev(1, 3)) != 0) {
-    GTEST_SKIP() << "mknod of a null device here: " << std::strerror(errno);
+    GTEST_SKIP() << "mknod of a null device in /dev here: " << std::strerror(errno);
   }
   ASSERT_EQ(::chmod(dev.c_str(), 0666), 0);
-  ASSERT_TRUE(rotate_old(dev, &rotated).ok());
-  EXPECT_FALSE(rotated);
-  EXPECT_EQ(access((dev + ".old").c_str(), F_OK), -1);
-  auto w = FileWriter::create(dev, testing::two_attrs());
+  auto w = FileWriter::create(dev, testing::two_attrs(), keep);
   ASSERT_TRUE(w.ok()) << w.error().to_string();
+  EXPECT_FALSE(w->rotated());
+  EXPECT_EQ(access((dev + ".old").c_str(), F_OK), -1);
   ASSERT_TRUE(w->append(sample(101, 1)).ok());
   ASSERT_TRUE(w->close({}).ok());
   auto again = FileWriter::create(dev, testing::two_attrs());
   ASSERT_TRUE(again.ok());
   again->abandon();
   struct stat st {};
-  ASSERT_EQ(::lstat(dev.c_str(), &st), 0) << "the device is still there";
+  const bool still_there = ::lstat(dev.c_str(), &st) == 0;
+  ::unlink(dev.c_str());
+  ASSERT_TRUE(still_there) << "the device is still there";
   EXPECT_TRUE(S_ISCHR(st.st_mode));
   EXPECT_EQ(st.st_mode & 0777, 0666u);
+  // The same device outside /dev is refused: anyone may make a FIFO or ask
+  // root to write into a node they placed in a shared directory.
+  const std::string fifo = dir_.file("fifo");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0666), 0);
+  auto f = FileWriter::create(fifo, testing::two_attrs(), keep);
+  ASSERT_FALSE(f.ok());
+  EXPECT_EQ(f.error().message,
+            fifo + " is a FIFO: refusing to write to it");
 }
 
 TEST_F(RoundTripTest, RotateOldAndAbandon) {
+  OutputOpen keep;
+  keep.keep_old = true;
   const std::string path = dir_.file("rot.data");
-  EXPECT_TRUE(rotate_old(path).ok());  // absent: fine
   { std::ofstream(path) << "previous"; }
-  ASSERT_TRUE(rotate_old(path).ok());
-  EXPECT_NE(access((path + ".old").c_str(), F_OK), -1);
-  EXPECT_EQ(access(path.c_str(), F_OK), -1);
-  auto w = FileWriter::create(path, testing::two_attrs());
+  auto w = FileWriter::create(path, testing::two_attrs(), keep);
   ASSERT_TRUE(w.ok());
+  EXPECT_TRUE(w->rotated());
+  EXPECT_NE(access((path + ".old").c_str(), F_OK), -1);
   w->abandon();
-  EXPECT_EQ(access(path.c_str(), F_OK), -1);
+  // The new file is gone and the previous one is back under its name.
+  EXPECT_EQ(access((path + ".old").c_str(), F_OK), -1);
+  std::ifstream in(path);
+  std::string back;
+  in >> back;
+  EXPECT_EQ(back, "previous");
 }
 
 TEST(ReaderRefusesTest, ForeignAndUnsupportedHeaders) {

@@ -72,14 +72,9 @@ Result<FileWriter> FileWriter::create(const std::string& path, std::vector<AttrE
                                       const OutputOpen& how) {
   OutputOpen open_how = how;
   open_how.mode = 0600;
-  open_how.set_mode = true;
-  BPFPROF_ASSIGN_OR_RETURN(OpenedOutput out, open_output(path, open_how));
   FileWriter w;
+  BPFPROF_ASSIGN_OR_RETURN(w.out_, open_output(path, open_how));
   w.path_ = path;
-  w.fd_ = std::move(out.fd);
-  // A device such as /dev/null is written to, never chmod-ed, cut or removed.
-  w.regular_ = out.regular;
-  w.rotated_ = out.rotated;
   w.attrs_ = std::move(attrs);
   w.buffer_.reserve(kBufferSize);
   if (Status s = w.write_preamble(); !s.ok()) {
@@ -122,11 +117,11 @@ Status FileWriter::write_preamble() {
   h.attrs = {attrs_offset, data_offset_ - attrs_offset};
   h.data = {data_offset_, 0};
   std::memcpy(out.data(), &h, sizeof h);
-  if (int err = pwrite_all(fd_.get(), out, 0)) return io_error("writing", path_, err);
+  if (int err = pwrite_all(out_.fd.get(), out, 0)) return io_error("writing", path_, err);
   // A rewrite with fewer ids must not leave stale bytes before the data.
-  if (regular_ && ::ftruncate(fd_.get(), static_cast<off_t>(data_offset_)) != 0)
+  if (out_.regular && ::ftruncate(out_.fd.get(), static_cast<off_t>(data_offset_)) != 0)
     return io_error("truncating", path_, errno);
-  if (::lseek(fd_.get(), static_cast<off_t>(data_offset_), SEEK_SET) < 0)
+  if (::lseek(out_.fd.get(), static_cast<off_t>(data_offset_), SEEK_SET) < 0)
     return io_error("seeking in", path_, errno);
   return ok_status();
 }
@@ -153,7 +148,7 @@ Status FileWriter::append(Bytes records) {
     // Large spans (a recorder's ring contents) go to write(2) from where they
     // are, in order after what is buffered: one copy fewer per byte.
     BPFPROF_TRY(flush());
-    if (int err = write_all(fd_.get(), records, written_)) {
+    if (int err = write_all(out_.fd.get(), records, written_)) {
       failed_ = true;
       first_error_ = io_error("writing", path_, err);
       return Error(first_error_);
@@ -168,7 +163,7 @@ Status FileWriter::append(Bytes records) {
 Status FileWriter::flush() {
   if (failed_) return Error(first_error_);
   if (buffer_.empty()) return ok_status();
-  int err = write_all(fd_.get(), buffer_, written_);
+  int err = write_all(out_.fd.get(), buffer_, written_);
   buffer_.clear();
   if (err != 0) {
     failed_ = true;
@@ -196,7 +191,7 @@ Status FileWriter::finish_round() {
   BPFPROF_TRY(append(as_bytes_of(&round, sizeof round)));
   BPFPROF_TRY(flush());
   round_end_ = written_;
-  if (!regular_) return ok_status();
+  if (!out_.regular) return ok_status();
   // 104 bytes per round; a failure here is a failed write like any other.
   const uint64_t no_features[4] = {};
   if (Status s = write_header(round_end_, no_features); !s.ok()) {
@@ -214,7 +209,7 @@ Status FileWriter::write_header(uint64_t data_size, const uint64_t features_bitm
   h.attrs = {data_offset_ - attrs_.size() * kAttrEntrySize, attrs_.size() * kAttrEntrySize};
   h.data = {data_offset_, data_size};
   std::memcpy(h.adds_features, features_bitmap, sizeof h.adds_features);
-  if (int err = pwrite_all(fd_.get(), as_bytes_of(&h, sizeof h), 0))
+  if (int err = pwrite_all(out_.fd.get(), as_bytes_of(&h, sizeof h), 0))
     return io_error("writing header of", path_, err);
   return ok_status();
 }
@@ -233,10 +228,10 @@ Status FileWriter::write_features(const Features& features, uint64_t data_size,
     payload_at += bytes.size();
   }
   uint64_t at = table_at;
-  if (int err = pwrite_all(fd_.get(), table, at)) return io_error("writing features of", path_, err);
+  if (int err = pwrite_all(out_.fd.get(), table, at)) return io_error("writing features of", path_, err);
   at += table.size();
   for (const auto& [feat, bytes] : sections) {
-    if (int err = pwrite_all(fd_.get(), bytes, at)) {
+    if (int err = pwrite_all(out_.fd.get(), bytes, at)) {
       return io_error("writing features of", path_, err);
     }
     at += bytes.size();
@@ -246,7 +241,7 @@ Status FileWriter::write_features(const Features& features, uint64_t data_size,
 }
 
 Status FileWriter::close(const Features& features) {
-  if (!fd_.valid()) return make_error(Errc::kInternal, "closing " + path_ + " twice");
+  if (!out_.fd.valid()) return make_error(Errc::kInternal, "closing " + path_ + " twice");
   if (!failed_ && !data_started_) {
     Status s = freeze_preamble();
     if (!s.ok()) {
@@ -262,13 +257,13 @@ Status FileWriter::close(const Features& features) {
   Status s = write_features(features, written_, bitmap);
   if (!s.ok()) {
     // Keep the data readable: no feature table, header without features.
-    if (regular_) (void)::ftruncate(fd_.get(), static_cast<off_t>(data_offset_ + written_));
+    if (out_.regular) (void)::ftruncate(out_.fd.get(), static_cast<off_t>(data_offset_ + written_));
     (void)write_header(written_, no_features);
-    fd_.reset();
+    out_.fd.reset();
     return s;
   }
   s = write_header(written_, bitmap);
-  int close_err = ::close(fd_.release()) == 0 ? 0 : errno;
+  int close_err = ::close(out_.fd.release()) == 0 ? 0 : errno;
   if (!s.ok()) return s;
   if (close_err != 0) return io_error("closing", path_, close_err);
   return ok_status();
@@ -278,39 +273,50 @@ Status FileWriter::close(const Features& features) {
 // complete round, so every record in the file is whole and every round that
 // perf sees is finished, then give features a try.
 Status FileWriter::close_after_error(const Features& features) {
-  const uint64_t keep = round_end_;
+  uint64_t keep = round_end_;
   const uint64_t no_features[4] = {};
   Error err = first_error_;
-  char kept[64];
-  std::snprintf(kept, sizeof kept, "; kept %.1f MB up to the last complete round",
-                static_cast<double>(keep) / 1e6);
-  err.message += kept;
-
-  if (regular_ && ::ftruncate(fd_.get(), static_cast<off_t>(data_offset_ + keep)) != 0) {
-    fd_.reset();
+  if (out_.regular && ::ftruncate(out_.fd.get(), static_cast<off_t>(data_offset_ + keep)) != 0) {
+    out_.fd.reset();
     return err;
   }
+  if (keep == 0) {
+    // Nothing complete was recorded. perf refuses a data section of size 0,
+    // so the data becomes one FINISHED_ROUND record (the blocks the cut
+    // freed make room for it); if even that fails, no file is left.
+    perf_event_header round{perf::kRecordFinishedRound, 0, sizeof(perf_event_header)};
+    if (!out_.regular ||
+        pwrite_all(out_.fd.get(), as_bytes_of(&round, sizeof round), data_offset_) != 0) {
+      err.message += out_.regular ? "; nothing was recorded, so no file is left"
+                                  : "; nothing was recorded";
+      abandon();
+      return err;
+    }
+    keep = sizeof round;
+    err.message += "; nothing was recorded before it: the file holds no samples";
+  } else {
+    char kept[64];
+    std::snprintf(kept, sizeof kept, "; kept %.1f MB up to the last complete round",
+                  static_cast<double>(keep) / 1e6);
+    err.message += kept;
+  }
   if (!write_header(keep, no_features).ok()) {
-    fd_.reset();
+    out_.fd.reset();
     return err;
   }
   uint64_t bitmap[4] = {};
   if (write_features(features, keep, bitmap).ok()) {
     (void)write_header(keep, bitmap);
-  } else if (regular_) {
-    (void)::ftruncate(fd_.get(), static_cast<off_t>(data_offset_ + keep));
+  } else if (out_.regular) {
+    (void)::ftruncate(out_.fd.get(), static_cast<off_t>(data_offset_ + keep));
     (void)write_header(keep, no_features);
   }
-  fd_.reset();
+  out_.fd.reset();
   return err;
 }
 
 void FileWriter::abandon() {
-  fd_.reset();
-  if (regular_ && !path_.empty()) (void)::unlink(path_.c_str());
-  // rename(2) puts the previous file back without following any link.
-  if (rotated_) (void)std::rename((path_ + ".old").c_str(), path_.c_str());
-  rotated_ = false;
+  abandon_output(out_);
   failed_ = true;
 }
 

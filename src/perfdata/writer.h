@@ -25,9 +25,9 @@ struct AttrEntry {
 
 class FileWriter {
  public:
-  // Creates `path` through open_output (mode 0600, a symbolic link refused;
-  // an existing device such as /dev/null is only written to; `how.keep_old`
-  // renames a previous file to path.old first) and writes the placeholder
+  // Creates `path` through open_output (a new file of mode 0600; a device
+  // under /dev such as /dev/null is only written to; `how.keep_old` moves a
+  // previous file to path.old first) and writes the placeholder
   // header, ids and attrs. Attr ids may be added until the first append
   // through attr_ids_mutable(); they are rewritten then.
   static Result<FileWriter> create(const std::string& path, std::vector<AttrEntry> attrs,
@@ -62,9 +62,9 @@ class FileWriter {
   void abandon();
 
   uint64_t data_bytes() const;    // bytes of data written so far (incl. buffered)
-  bool write_failed() const { return failed_ && fd_.valid(); }  // close() cuts back
+  bool write_failed() const { return failed_ && out_.fd.valid(); }  // close() cuts back
   const std::string& path() const { return path_; }
-  bool rotated() const { return rotated_; }  // create() renamed a previous file to path.old
+  bool rotated() const { return out_.rotated; }  // create() renamed a previous file to path.old
 
  private:
   FileWriter() = default;
@@ -77,7 +77,7 @@ class FileWriter {
   Status close_after_error(const Features& features);
 
   std::string path_;
-  UniqueFd fd_;
+  OpenedOutput out_;  // the file, its directory, whether it is regular and rotated
   std::vector<AttrEntry> attrs_;
   uint64_t data_offset_ = 0;      // file offset where data starts
   uint64_t written_ = 0;          // data bytes on disk
@@ -86,8 +86,6 @@ class FileWriter {
   bool failed_ = false;           // a write failed: only close() may follow
   bool data_started_ = false;     // the preamble is final
   bool ids_dirty_ = false;        // attr_ids_mutable() was called
-  bool regular_ = true;           // a regular file (not a device like /dev/null)
-  bool rotated_ = false;
   Error first_error_;
 };
 

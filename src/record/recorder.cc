@@ -313,6 +313,7 @@ Result<RecordStats> record(const RecordOptions& o, const RecordSink& sink) {
   if (workload) {
     if (auto s = workload->start(); !s.ok()) return before_start(std::move(s).error());
   }
+  if (sink.started) sink.started();
 
   // Each pass: what the capture (or the enricher) learned since the last
   // one goes into the data, then the round closes.
@@ -413,9 +414,10 @@ Result<RecordStats> record(const RecordOptions& o, const RecordSink& sink) {
   }
   for (auto& [id, btf] : btfs) features.bpf_btf.push_back(std::move(btf));
   Status closed = writer.close(features);
+  // A write error surfaces in the drain too; close's says what was kept.
+  if (!closed.ok()) return std::move(closed).error();
   if (!stop.ok()) return std::move(stop).error();
   if (!drained.ok()) return std::move(drained).error();
-  if (!closed.ok()) return std::move(closed).error();
   if (!listed.ok()) return std::move(listed).error();
   if (!named.ok()) return std::move(named).error();
 

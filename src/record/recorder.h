@@ -21,6 +21,10 @@ namespace bpfprof::record {
 struct RecordSink {
   std::function<void(std::string_view)> notice;       // one line, e.g. the PMU fallback
   std::function<void(const Progress&)> progress;      // about twice a second
+  // Once the recording runs (output created, events enabled, command
+  // started): notices told before this are the caller's to hold, so a
+  // failure to start is one line.
+  std::function<void()> started;
 };
 
 // What a recording did: the summary line and the enrichment figures.

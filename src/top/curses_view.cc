@@ -18,9 +18,7 @@ struct CursesView::Impl {
 };
 
 Result<std::unique_ptr<CursesView>> CursesView::open() {
-  if (!::isatty(STDIN_FILENO) || !::isatty(STDOUT_FILENO)) {
-    return make_error(Errc::kInvalidArgument, "not a terminal (use --stdio for plain output)");
-  }
+  BPFPROF_TRY(check_terminal());
   std::setlocale(LC_ALL, "");
   std::unique_ptr<CursesView> v(new CursesView());
   v->impl_ = std::make_unique<Impl>();
@@ -54,7 +52,7 @@ CursesView::~CursesView() {
   }
 }
 
-void CursesView::show(const std::vector<Line>& lines) {
+Status CursesView::show(const std::vector<Line>& lines) {
   erase();
   const int rows = LINES, cols = COLS;
   for (int y = 0; y < rows && static_cast<size_t>(y) < lines.size(); y++) {
@@ -77,7 +75,8 @@ void CursesView::show(const std::vector<Line>& lines) {
     }
   }
   attrset(A_NORMAL);
-  refresh();
+  if (refresh() == ERR) return make_error(Errc::kIo, "writing the terminal failed");
+  return ok_status();
 }
 
 ScreenSize CursesView::size() const {
@@ -107,6 +106,28 @@ std::vector<Key> CursesView::keys() {
     }
   }
   return out;
+}
+
+}  // namespace bpfprof::top
+
+// Last of all: term.h defines macros named after terminal capabilities
+// (lines, columns, ...) that would rewrite names above.
+#include <term.h>
+
+namespace bpfprof::top {
+
+Status CursesView::check_terminal() {
+  if (!::isatty(STDIN_FILENO) || !::isatty(STDOUT_FILENO)) {
+    return make_error(Errc::kInvalidArgument, "not a terminal (use --stdio for plain output)");
+  }
+  // What newterm needs: a terminal description for TERM.
+  int err = 0;
+  if (setupterm(nullptr, STDOUT_FILENO, &err) != OK) {
+    return make_error(Errc::kInvalidArgument,
+                      "cannot drive this terminal (TERM unset or unknown; use --stdio)");
+  }
+  del_curterm(cur_term);  // newterm makes its own
+  return ok_status();
 }
 
 }  // namespace bpfprof::top

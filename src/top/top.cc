@@ -9,6 +9,8 @@
 #include <cerrno>
 #include <chrono>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "perf/event_open.h"
 #include "record/signals.h"
@@ -37,15 +39,39 @@ bool wait(Clock::time_point deadline, int signal_fd, int input_fd) {
   return false;
 }
 
-}  // namespace
+// Notices (the PMU fallback) are held until top has shown something, or the
+// screen is about to take the terminal; a failure before that is one line
+// with them folded in.
+class HeldNotices {
+ public:
+  explicit HeldNotices(const std::function<void(std::string_view)>& tell) : tell_(tell) {}
+  void hold(std::string_view line) { held_.emplace_back(line); }
+  void tell() {
+    for (const std::string& l : held_) tell_(l);
+    held_.clear();
+  }
+  Error fold(Error e) {
+    for (const std::string& l : held_) e.message += " (note: " + l + ")";
+    held_.clear();
+    return e;
+  }
 
-Status run_top(const TopOptions& o, std::FILE* out,
-               const std::function<void(std::string_view)>& notice) {
-  if (!(o.refresh_s > 0)) return make_error(Errc::kInvalidArgument, "-d must be above 0 seconds");
+ private:
+  const std::function<void(std::string_view)>& tell_;
+  std::vector<std::string> held_;
+};
+
+Status run(const TopOptions& o, std::FILE* out, HeldNotices& notices) {
   // Before anything else: SIGINT/SIGTERM become readable on a descriptor, so
   // they end the loop like `q` and the terminal is restored on the way out.
   BPFPROF_ASSIGN_OR_RETURN(record::SignalGuard signals, record::SignalGuard::block_stop_signals());
-  BPFPROF_ASSIGN_OR_RETURN(std::unique_ptr<LiveSession> session, LiveSession::open(o.live, notice));
+  const bool screen = !o.stdio && !o.json;
+  if (screen) BPFPROF_TRY(CursesView::check_terminal());
+  BPFPROF_ASSIGN_OR_RETURN(
+      std::unique_ptr<LiveSession> session,
+      LiveSession::open(o.live, [&](std::string_view l) { notices.hold(l); }));
+  // Before the screen takes over, so stderr is still the terminal.
+  if (screen) notices.tell();
   SessionInfo info;
   info.event = session->event_name();
   info.frequency = session->frequency();
@@ -59,7 +85,7 @@ Status run_top(const TopOptions& o, std::FILE* out,
   info.run_stats_note = session->run_stats_note();
 
   std::unique_ptr<View> view;
-  if (o.stdio || o.json) {
+  if (!screen) {
     view = std::make_unique<StdioView>(out);
   } else {
     BPFPROF_ASSIGN_OR_RETURN(view, CursesView::open());
@@ -68,21 +94,21 @@ Status run_top(const TopOptions& o, std::FILE* out,
   model.set_baseline(session->baseline());
   ViewState state;
   state.instances = o.instances;
-  auto draw = [&] {
+  auto draw = [&]() -> Status {
     if (o.json) {
-      if (model.refreshes() == 0) return;
-      const std::string line = format_json(model, info, ScreenSize{}.symbol_rows, o.instances) + "\n";
-      std::fwrite(line.data(), 1, line.size(), out);
-      std::fflush(out);  // a reader sees each refresh whole, when it happens
-      return;
+      if (model.refreshes() == 0) return ok_status();
+      // A reader sees each refresh whole, when it happens.
+      return write_out(out, format_json(model, info, ScreenSize{}.symbol_rows, o.instances) + "\n");
     }
-    if (model.refreshes() == 0) {
-      view->show(format_waiting(info, o.refresh_s));
-    } else {
-      view->show(format_screen(model, state, info, view->size()));
-    }
+    if (model.refreshes() == 0) return view->show(format_waiting(info, o.refresh_s));
+    return view->show(format_screen(model, state, info, view->size()));
   };
-  if (!o.stdio && !o.json) draw();
+  auto shown = [&]() -> Status {
+    BPFPROF_TRY(draw());
+    notices.tell();  // something reached the output: top runs
+    return ok_status();
+  };
+  if (screen) BPFPROF_TRY(shown());
 
   const auto period = std::chrono::duration_cast<Clock::duration>(
       std::chrono::duration<double>(o.refresh_s));
@@ -109,9 +135,21 @@ Status run_top(const TopOptions& o, std::FILE* out,
       // A slow refresh does not make the next ones come in a burst.
       next = std::max(next + period, Clock::now());
     }
-    if (redraw) draw();
+    if (redraw) BPFPROF_TRY(shown());
     if (o.refreshes && model.refreshes() >= *o.refreshes) break;
   }
+  notices.tell();
+  return ok_status();
+}
+
+}  // namespace
+
+Status run_top(const TopOptions& o, std::FILE* out,
+               const std::function<void(std::string_view)>& notice) {
+  if (!(o.refresh_s > 0)) return make_error(Errc::kInvalidArgument, "-d must be above 0 seconds");
+  HeldNotices notices(notice);
+  Status s = run(o, out, notices);
+  if (!s.ok()) return notices.fold(std::move(s).error());
   return ok_status();
 }
 

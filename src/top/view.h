@@ -18,7 +18,8 @@ enum class Key { kQuit, kSort, kBpfOnly, kInstances, kRedraw };
 class View {
  public:
   virtual ~View() = default;
-  virtual void show(const std::vector<Line>& lines) = 0;
+  // Draws one refresh; an error when it could not be written.
+  virtual Status show(const std::vector<Line>& lines) = 0;
   // How much fits.
   virtual ScreenSize size() const = 0;
   // A descriptor that becomes readable on input (-1: none) and the keys read.
@@ -26,11 +27,16 @@ class View {
   virtual std::vector<Key> keys() { return {}; }
 };
 
+// Writes `text` to `out` and flushes it: an error (kIo, "writing standard
+// output: ...") when the stream took less, as every other command reports
+// an output it could not write.
+Status write_out(std::FILE* out, std::string_view text);
+
 // One block per refresh, separated by an empty line, flushed at once.
 class StdioView final : public View {
  public:
   explicit StdioView(std::FILE* out) : out_(out) {}
-  void show(const std::vector<Line>& lines) override;
+  Status show(const std::vector<Line>& lines) override;
   ScreenSize size() const override { return ScreenSize{0, 20, 0}; }
 
  private:
@@ -42,12 +48,13 @@ class StdioView final : public View {
 class CursesView final : public View {
  public:
   // kInvalidArgument when stdin/stdout are not a terminal curses can drive.
+  static Status check_terminal();
   static Result<std::unique_ptr<CursesView>> open();
   ~CursesView() override;
   CursesView(const CursesView&) = delete;
   CursesView& operator=(const CursesView&) = delete;
 
-  void show(const std::vector<Line>& lines) override;
+  Status show(const std::vector<Line>& lines) override;
   ScreenSize size() const override;
   int input_fd() const override;
   std::vector<Key> keys() override;
