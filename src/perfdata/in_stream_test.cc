@@ -6,10 +6,13 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
+#include <filesystem>
 #include <set>
 
 #include "perfdata/file_format.h"
+#include "perfdata/kallsyms_table.h"
 #include "perfdata/reader.h"
 #include "testing/perfdata_fixtures.h"
 #include "perfdata/writer.h"
@@ -186,6 +189,70 @@ TEST(InStreamTest, OneDamagedChunkIsOneError) {
   ASSERT_EQ(c.blobs().size(), 1u);
   EXPECT_EQ(c.blobs()[0].feat, kFeatBpfBtf);
   EXPECT_EQ(c.dropped(), std::set<int>{kFeatBpfprofKallsyms});
+}
+
+// The kallsyms snapshot written in-stream is stored once: the closed file's
+// section 250 says where the records are, and the reader puts their blob in
+// its place; a section whose bytes differ is written whole.
+TEST(InStreamTest, TheKallsymsSnapshotIsStoredOnce) {
+  bpfprof::testing::TempDir dir;
+  std::string text;
+  for (int i = 0; i < 5000; ++i)
+    text += "ffffffff8" + std::to_string(1000000 + i) + " T function_" + std::to_string(i) + "\n";
+  const std::vector<std::byte> packed = encode_kallsyms_compact(text);
+  for (bool same : {true, false}) {
+    SCOPED_TRACE(same);
+    const std::string path = dir.file(same ? "once.data" : "twice.data");
+    auto w = FileWriter::create(path, testing::two_attrs());
+    ASSERT_TRUE(w.ok());
+    ASSERT_TRUE(w->append(one_sample(1)).ok());
+    ASSERT_TRUE(w->append_in_stream(kFeatBpfprofKallsyms, packed).ok());
+    ASSERT_TRUE(w->append(one_sample(2)).ok());
+    ASSERT_TRUE(w->finish_round().ok());
+    Features f;
+    f.hostname = "h";
+    f.other[kFeatBpfprofKallsyms] = same ? packed : encode_kallsyms(text);
+    ASSERT_TRUE(w->close(f).ok());
+    auto r = FileReader::open(path);
+    ASSERT_TRUE(r.ok()) << r.error().to_string();
+    EXPECT_TRUE(r->feature_errors().empty()) << r->feature_errors().front().to_string();
+    const uint64_t file_size = std::filesystem::file_size(path);
+    if (same) {
+      EXPECT_LT(file_size, r->data_offset() + r->data_size() + 1000) << "one copy";
+      EXPECT_TRUE(std::equal(r->features().kallsyms_packed.begin(), r->features().kallsyms_packed.end(),
+                             packed.begin(), packed.end()));
+    } else {
+      EXPECT_GT(file_size, r->data_offset() + r->data_size() + packed.size());
+    }
+    auto t = KallsymsTable::open(r->features().kallsyms_packed, r->features().kallsyms_packed_at);
+    ASSERT_TRUE(t.ok()) << t.error().to_string();
+    EXPECT_EQ(t->size(), 5000u);
+    EXPECT_EQ(samples_in(*r), 2u);
+  }
+  // A reference outside the data, or to records that are not the snapshot:
+  // one error, the snapshot named damaged, the rest of the file read.
+  const std::string path = dir.file("once.data");
+  ByteVec bytes = bpfprof::testing::read_file_bytes(path);
+  auto r = FileReader::from_bytes(bytes);
+  ASSERT_TRUE(r.ok());
+  // Section 250 (version 4, 24 bytes) found by its words: 4, 0, then an
+  // offset in the data.
+  for (size_t at = r->data_offset() + r->data_size(); at + 24 <= bytes.size(); ++at) {
+    if (load_unaligned<uint32_t>(bytes.data() + at) == 4 && load_unaligned<uint32_t>(bytes.data() + at + 4) == 0 &&
+        load_unaligned<uint64_t>(bytes.data() + at + 8) >= r->data_offset() &&
+        load_unaligned<uint64_t>(bytes.data() + at + 8) < r->data_offset() + r->data_size()) {
+      const uint64_t outside = bytes.size() + 100;
+      std::memcpy(bytes.data() + at + 8, &outside, sizeof outside);
+      break;
+    }
+  }
+  auto bad = FileReader::from_bytes(bytes);
+  ASSERT_TRUE(bad.ok()) << bad.error().to_string();
+  ASSERT_EQ(bad->feature_errors().size(), 1u);
+  EXPECT_NE(bad->feature_errors()[0].message.find("outside the data"), std::string::npos);
+  EXPECT_TRUE(bad->damaged_features().contains(kFeatBpfprofKallsyms));
+  EXPECT_TRUE(bad->features().kallsyms_packed.empty());
+  EXPECT_EQ(bad->features().hostname, "h");
 }
 
 }  // namespace

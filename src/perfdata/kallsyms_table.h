@@ -2,8 +2,11 @@
 // The kallsyms snapshot (feature 250) as a table searched where it lies: the
 // kernel and module text symbols in address order, one per address, with a
 // string pool. Version 2 of the section is this table, so opening it checks
-// its bounds and order and builds nothing; version 1 (older files: zstd of
-// the /proc/kallsyms text) is decompressed and parsed into a table of its own.
+// its bounds and order and builds nothing; version 3 (what record writes:
+// the table delta-coded and zstd-compressed, features.h) is decompressed into
+// a table of its own; version 1 (older files: zstd of the /proc/kallsyms
+// text) is decompressed and parsed. Version 4 only says where in the data the
+// in-stream copy is; the reader puts that copy in its place.
 //
 // Version 2 layout (little-endian, no alignment assumed):
 //   u32 version (2), u32 flags (0), u64 count, u64 etext (0 = unknown),

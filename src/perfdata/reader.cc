@@ -250,6 +250,14 @@ Status FileReader::parse_file() {
     taken.emplace_back("feature " + std::to_string(feat), s);
     decode_one_feature(feat, file_.subspan(s.offset, s.size), s.offset, event_names);
   }
+  if (auto ref = kallsyms_in_stream_ref(features_.kallsyms_packed)) {
+    const uint64_t at = features_.kallsyms_packed_at;
+    features_.kallsyms_packed = {};
+    if (Status st = take_kallsyms_in_stream(ref->first, ref->second, at); !st.ok()) {
+      damaged_features_.insert(kFeatBpfprofKallsyms);
+      feature_errors_.push_back(std::move(st).error());
+    }
+  }
   // EVENT_DESC names go to the attrs by position (perf does the same).
   for (size_t i = 0; i < event_names.size() && i < attrs_.size(); ++i)
     attrs_[i].name = std::move(event_names[i]);
@@ -271,6 +279,36 @@ Status FileReader::add_attr(const perf_event_attr& attr, std::vector<uint64_t> i
   }
   fa.ids = std::move(ids);
   attrs_.push_back(std::move(fa));
+  return ok_status();
+}
+
+// Section 250 of version 4: the snapshot is the blob of the in-stream
+// records at [offset, offset + size) of the data.
+Status FileReader::take_kallsyms_in_stream(uint64_t offset, uint64_t size, uint64_t section_at) {
+  const uint64_t data_end = data_offset_ + data_size_;
+  if (offset < data_offset_ || offset > data_end || size > data_end - offset) {
+    return make_error_at(Errc::kBadRecord, section_at,
+                         "feature 250 refers to records at [" + std::to_string(offset) + ", +" +
+                             std::to_string(size) + ") outside the data");
+  }
+  const Bytes records = file_.subspan(offset, size);
+  InStreamCollector collector;
+  for (size_t pos = 0; pos < records.size();) {
+    BPFPROF_ASSIGN_OR_RETURN(perf::RecordView r, perf::record_at(records, pos, offset));
+    if (!is_in_stream(r)) {
+      return make_error_at(Errc::kBadRecord, offset + pos,
+                           "feature 250 refers to a record that is not in-stream");
+    }
+    BPFPROF_TRY(collector.add(r));
+    pos += r.header.size;
+  }
+  BPFPROF_TRY(collector.finish());
+  if (collector.blobs().size() != 1 || collector.blobs()[0].feat != kFeatBpfprofKallsyms) {
+    return make_error_at(Errc::kBadRecord, offset,
+                         "feature 250 refers to records that are not one kallsyms snapshot");
+  }
+  features_.kallsyms_packed = owned_blobs_.emplace_back(std::move(collector.blobs()[0].bytes));
+  features_.kallsyms_packed_at = offset + kInStreamHeaderSize;
   return ok_status();
 }
 

@@ -127,6 +127,7 @@ class FileReader {
                           std::vector<std::string>& event_names);
   // A file without feature sections: the in-stream records (in_stream.h).
   Status take_in_stream_features();
+  Status take_kallsyms_in_stream(uint64_t offset, uint64_t size, uint64_t section_at);
 
   std::shared_ptr<void> mapping_;  // keeps the mmap or the stdin copy alive
   Bytes file_;

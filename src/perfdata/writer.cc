@@ -9,6 +9,8 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <functional>
+#include <string_view>
 
 #include "perfdata/file_format.h"
 #include "perfdata/in_stream.h"
@@ -57,6 +59,11 @@ int pwrite_all(int fd, Bytes b, uint64_t offset) {
     pos += static_cast<size_t>(n);
   }
   return 0;
+}
+
+uint64_t payload_hash(Bytes b) {
+  return std::hash<std::string_view>{}(
+      std::string_view(reinterpret_cast<const char*>(b.data()), b.size()));
 }
 
 // EVENT_DESC's view of the attrs.
@@ -176,6 +183,10 @@ Status FileWriter::flush() {
 Status FileWriter::append_in_stream(int feat, Bytes payload) {
   std::vector<std::byte> records;
   append_in_stream_records(records, feat, payload);
+  if (feat == kFeatBpfprofKallsyms) {
+    // Where it lands: the section at close refers to it, if it is the same.
+    kallsyms_in_stream_ = InStreamCopy{data_bytes(), records.size(), payload_hash(payload)};
+  }
   return append(records);
 }
 
@@ -217,6 +228,15 @@ Status FileWriter::write_header(uint64_t data_size, const uint64_t features_bitm
 Status FileWriter::write_features(const Features& features, uint64_t data_size,
                                   uint64_t bitmap[4]) {
   std::map<int, std::vector<std::byte>> sections = encode_features(features, event_descs(attrs_));
+  // The kallsyms snapshot (megabytes) is stored once: when the data kept
+  // holds the same bytes in-stream, the section says where they are.
+  auto ks = sections.find(kFeatBpfprofKallsyms);
+  if (ks != sections.end() && kallsyms_in_stream_ &&
+      kallsyms_in_stream_->at + kallsyms_in_stream_->size <= data_size &&
+      kallsyms_in_stream_->hash == payload_hash(ks->second)) {
+    ks->second = encode_kallsyms_in_stream_ref(data_offset_ + kallsyms_in_stream_->at,
+                                               kallsyms_in_stream_->size);
+  }
 
   // The table, then each section where the table says (not copied into one
   // buffer first: the BPF sections of a recording with churn are megabytes).

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -87,6 +88,12 @@ class FileWriter {
   bool data_started_ = false;     // the preamble is final
   bool ids_dirty_ = false;        // attr_ids_mutable() was called
   Error first_error_;
+  // The kallsyms snapshot's in-stream records: data offset, bytes, and a
+  // hash of the payload (close refers to them instead of a second copy).
+  struct InStreamCopy {
+    uint64_t at = 0, size = 0, hash = 0;
+  };
+  std::optional<InStreamCopy> kallsyms_in_stream_;
 };
 
 }  // namespace bpfprof::perfdata

@@ -278,7 +278,7 @@ Result<RecordStats> record(const RecordOptions& o, const RecordSink& sink) {
   // The snapshot is encoded once for both.
   std::vector<std::byte> kallsyms_packed;
   if (!kallsyms->text_symbols.empty()) {
-    kallsyms_packed = perfdata::encode_kallsyms(kallsyms->text_symbols);
+    kallsyms_packed = perfdata::encode_kallsyms_compact(kallsyms->text_symbols);
     kallsyms->text_symbols.clear();
   }
   {
