@@ -21,6 +21,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/clock.h"
 #include "base/error.h"
 #include "base/unique_fd.h"
 #include "bpf/prog_info.h"
@@ -128,7 +129,5 @@ class Enricher {
 perfdata::EnrichmentSection enrichment_section(const EnrichmentStats& stats,
                                                const std::vector<uint32_t>& synthesized,
                                                const std::set<uint32_t>& stored);
-
-uint64_t monotonic_ns();
 
 }  // namespace bpfprof::record

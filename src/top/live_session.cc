@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "analysis/aggregate.h"
+#include "base/clock.h"
 #include "bpf/query.h"
 #include "perf/event_open.h"
 #include "record/attach_points.h"
@@ -21,12 +22,6 @@
 
 namespace bpfprof::top {
 namespace {
-
-uint64_t monotonic_now_ns() {
-  timespec ts{};
-  ::clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
 
 double ms_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
@@ -107,7 +102,7 @@ Result<std::unique_ptr<LiveSession>> LiveSession::open(const LiveOptions& o, con
     s->baseline_ = s->read_runs(ids);
   }
   BPFPROF_TRY(s->events_.enable_sampling());
-  s->interval_start_ns_ = monotonic_now_ns();
+  s->interval_start_ns_ = monotonic_ns();
   return s;
 }
 
@@ -137,7 +132,7 @@ Status LiveSession::synthesize(const Notice& notice) {
     cgroup2_ = record::find_cgroup2_mount(*mountinfo);
   }
   features_.attach.emplace();
-  scan_attach(monotonic_now_ns());
+  scan_attach(monotonic_ns());
   auto flush = [&]() -> Status {
     sideband_.insert(sideband_.end(), synth.bytes().begin(), synth.bytes().end());
     synth.clear();
@@ -218,7 +213,7 @@ std::vector<RunReading> LiveSession::read_runs(const std::vector<uint32_t>& ids)
 
 Result<Interval> LiveSession::end_interval() {
   BPFPROF_TRY(drain());
-  const uint64_t start = interval_start_ns_, end = monotonic_now_ns();
+  const uint64_t start = interval_start_ns_, end = monotonic_ns();
   const perf::SampleLayout& layout = *layout_;
 
   auto t0 = std::chrono::steady_clock::now();
@@ -266,7 +261,7 @@ Result<Interval> LiveSession::end_interval() {
   for (const symbols::BpfProgram& p : programs) rescan = rescan || p.load_time > attach_scanned_ns_;
   if (rescan) {
     t0 = std::chrono::steady_clock::now();
-    scan_attach(monotonic_now_ns());
+    scan_attach(monotonic_ns());
     cost_.attach_scan_ms = ms_since(t0);
   }
   const analysis::AttachIndex attach = analysis::attach_index(features_);
