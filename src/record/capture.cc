@@ -14,10 +14,12 @@
 #include <cerrno>
 #include <cstdarg>
 #include <cstring>
-#include <fstream>
+#include <cinttypes>
+#include <cstdio>
 #include <thread>
 #include <vector>
 
+#include "base/text_file.h"
 #include "base/unique_fd.h"
 #include "record/bpf/capture_abi.h"
 #include "record/capture_object.h"
@@ -29,9 +31,11 @@ namespace {
 constexpr const char* kTracefsMounts[] = {"/sys/kernel/tracing", "/sys/kernel/debug/tracing"};
 
 Result<uint64_t> read_id(const std::string& path) {
-  std::ifstream in(path);
+  auto text = read_text_file(path);
   uint64_t id = 0;
-  if (!(in >> id)) return make_error(Errc::kNotFound, path + ": no tracepoint id");
+  if (!text.ok() || std::sscanf(text->c_str(), "%" SCNu64, &id) != 1) {
+    return make_error(Errc::kNotFound, path + ": no tracepoint id");
+  }
   return id;
 }
 

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "base/text_file.h"
 #include "bpf/query.h"
 #include "perfdata/kallsyms_line.h"
 
@@ -56,10 +57,5 @@ struct ModuleMap {
 std::vector<ModuleMap> parse_modules(std::string_view text);
 // /proc/modules; an absent file (no module support) is an empty list.
 std::vector<ModuleMap> read_modules(const std::string& path = "/proc/modules");
-
-// Whole small file (procfs files report size 0, so read until EOF).
-// `size_hint`: bytes to reserve first (a /proc file reports no size; growing
-// a large one by copies costs page faults on every new buffer).
-Result<std::string> read_text_file(const std::string& path, size_t size_hint = 0);
 
 }  // namespace bpfprof::record

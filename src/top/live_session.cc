@@ -128,7 +128,7 @@ Status LiveSession::synthesize(const Notice& notice) {
   // are owned by their loader, from their BPF_EVENT).
   features_.owners = record::scan_program_owners(bpf.synthesized, std::nullopt);
   // Where every program is attached, named as record names it.
-  if (auto mountinfo = record::read_text_file("/proc/self/mountinfo"); mountinfo.ok()) {
+  if (auto mountinfo = read_text_file("/proc/self/mountinfo"); mountinfo.ok()) {
     cgroup2_ = record::find_cgroup2_mount(*mountinfo);
   }
   features_.attach.emplace();
