@@ -16,10 +16,10 @@
 
 #include <fmt/format.h>
 
+#include "base/clock.h"
 #include "base/unique_fd.h"
 #include "bpf/tc.h"
-#include "record/capture.h"
-#include "record/enricher.h"
+#include "perf/tracefs.h"
 
 namespace bpfprof::record {
 namespace {
@@ -195,7 +195,7 @@ void find_categories(const std::vector<bpf::LinkInfo>& links, AttachContext& ctx
     }
   }
   if (wanted.empty()) return;
-  (void)with_tracefs([&](const std::string& tracefs) {
+  (void)perf::with_tracefs([&](const std::string& tracefs) {
     for (const std::string& category : subdirectories(tracefs + "/events")) {
       for (const std::string& name : wanted) {
         struct stat st{};

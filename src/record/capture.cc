@@ -4,8 +4,6 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <linux/perf_event.h>
-#include <sched.h>
-#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -16,19 +14,16 @@
 #include <cstring>
 #include <cinttypes>
 #include <cstdio>
-#include <thread>
 #include <vector>
 
 #include "base/text_file.h"
 #include "base/unique_fd.h"
+#include "perf/tracefs.h"
 #include "record/bpf/capture_abi.h"
 #include "record/capture_object.h"
 
 namespace bpfprof::record {
 namespace {
-
-// Where tracefs may already be mounted, newest place first.
-constexpr const char* kTracefsMounts[] = {"/sys/kernel/tracing", "/sys/kernel/debug/tracing"};
 
 Result<uint64_t> read_id(const std::string& path) {
   auto text = read_text_file(path);
@@ -64,42 +59,9 @@ int keep_libbpf_message(enum libbpf_print_level level, const char* format, va_li
 
 }  // namespace
 
-Status with_tracefs(const std::function<void(const std::string& dir)>& fn) {
-  for (const char* dir : kTracefsMounts) {
-    struct stat st{};
-    if (::stat((std::string(dir) + "/events").c_str(), &st) == 0) {
-      fn(dir);
-      return ok_status();
-    }
-  }
-  // Not mounted: a thread of ours gets a mount namespace of its own (which
-  // needs its own fs_struct too), makes every mount in it private so nothing
-  // propagates back, mounts tracefs there and reads it. When the thread
-  // exits, its namespace and the mount go with it.
-  Status result = ok_status();
-  std::thread t([&result, &fn] {
-    if (::unshare(CLONE_FS | CLONE_NEWNS) != 0) {
-      result = make_sys_error("unshare(CLONE_NEWNS) to mount tracefs privately", errno);
-      return;
-    }
-    if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) {
-      result = make_sys_error("making a private mount namespace", errno);
-      return;
-    }
-    if (::mount("nodev", kTracefsMounts[0], "tracefs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
-                nullptr) != 0) {
-      result = make_sys_error(std::string("mounting tracefs on ") + kTracefsMounts[0], errno);
-      return;
-    }
-    fn(kTracefsMounts[0]);
-  });
-  t.join();
-  return result;
-}
-
 Result<SyscallTracepointIds> find_bpf_syscall_tracepoints() {
   Result<SyscallTracepointIds> result = make_error(Errc::kInternal, "tracefs was not read");
-  BPFPROF_TRY(with_tracefs([&](const std::string& dir) { result = read_ids(dir); }));
+  BPFPROF_TRY(perf::with_tracefs([&](const std::string& dir) { result = read_ids(dir); }));
   return result;
 }
 

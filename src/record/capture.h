@@ -106,9 +106,4 @@ struct SyscallTracepointIds {
 };
 Result<SyscallTracepointIds> find_bpf_syscall_tracepoints();
 
-// Calls fn with the path of a tracefs mount: the host's where one is
-// mounted, else one of a short-lived thread's private mount namespace (fn
-// runs on that thread). The error says why tracefs could not be had.
-Status with_tracefs(const std::function<void(const std::string& dir)>& fn);
-
 }  // namespace bpfprof::record

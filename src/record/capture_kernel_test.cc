@@ -30,6 +30,7 @@
 
 #include "base/unique_fd.h"
 #include "bpf/query.h"
+#include "perf/tracefs.h"
 #include "perfdata/reader.h"
 #include "record/attach_points.h"
 #include "record/capture.h"
@@ -169,7 +170,7 @@ TEST(CaptureKernelTest, LinksAttachmentsAndTestRunsAreCaptured) {
   const std::string mount = testing::cgroup2_mount();
   if (mount.empty()) BPFPROF_KERNEL_SKIP("no cgroup v2 hierarchy mounted");
   uint64_t getppid_id = 0;
-  ASSERT_TRUE(with_tracefs([&](const std::string& dir) {
+  ASSERT_TRUE(perf::with_tracefs([&](const std::string& dir) {
                 std::ifstream in(dir + "/events/syscalls/sys_enter_getppid/id");
                 in >> getppid_id;
               }).ok());
