@@ -13,8 +13,8 @@
 #include <span>
 #include <vector>
 
+#include "capture/capture_records.h"
 #include "fuzz/fuzz_util.h"
-#include "record/capture_records.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace bpfprof;

@@ -9,7 +9,7 @@
 #include <cstring>
 #include <vector>
 
-#include "record/bpf/capture_abi.h"
+#include "capture/bpf/capture_abi.h"
 
 namespace bpfprof::testing {
 

@@ -17,11 +17,11 @@
 
 #include "base/error.h"
 #include "bpf/query.h"
+#include "capture/capture.h"
+#include "host/attach_points.h"
 #include "perf/records.h"
 #include "perf/ring_buffer.h"
 #include "perfdata/attach_feature.h"
-#include "record/attach_points.h"
-#include "record/capture.h"
 #include "record/enricher.h"
 
 namespace bpfprof::record {

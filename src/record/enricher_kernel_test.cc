@@ -15,8 +15,8 @@
 #include <gtest/gtest.h>
 
 #include "perfdata/reader.h"
-#include "record/capture_kernel_test.h"
 #include "record/recorder.h"
+#include "testing/capture_kernel.h"
 #include "testing/subprocess.h"
 
 namespace bpfprof::record {

@@ -7,8 +7,8 @@
 
 #include <fmt/format.h>
 
+#include "host/kernel_maps.h"
 #include "perf/event_open.h"
-#include "record/kernel_maps.h"
 
 namespace bpfprof::record {
 namespace {

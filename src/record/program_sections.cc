@@ -5,8 +5,8 @@
 #include <string>
 #include <tuple>
 
-#include "record/attach_points.h"
-#include "record/owners.h"
+#include "host/attach_points.h"
+#include "host/owners.h"
 
 namespace bpfprof::record {
 

@@ -14,13 +14,13 @@
 #include <vector>
 
 #include "bpf/prog_info.h"
+#include "host/synthesize.h"
 #include "perfdata/attach_feature.h"
 #include "perfdata/owners_feature.h"
 #include "perfdata/writer.h"
 #include "record/capture_enricher.h"
 #include "record/enricher.h"
 #include "record/recorder.h"
-#include "record/synthesize.h"
 
 namespace bpfprof::record {
 

@@ -14,15 +14,15 @@
 #include <fmt/format.h>
 
 #include "bpf/query.h"
+#include "capture/capture.h"
+#include "host/attach_points.h"
+#include "host/synthesize.h"
 #include "perf/event_open.h"
-#include "record/attach_points.h"
-#include "record/capture.h"
 #include "record/capture_enricher.h"
 #include "record/event_set.h"
 #include "record/output_file.h"
 #include "record/program_sections.h"
 #include "record/signals.h"
-#include "record/synthesize.h"
 #include "record/workload.h"
 
 namespace bpfprof::record {

@@ -13,11 +13,11 @@
 #include "analysis/aggregate.h"
 #include "base/clock.h"
 #include "bpf/query.h"
+#include "host/attach_points.h"
+#include "host/kernel_maps.h"
+#include "host/owners.h"
+#include "host/synthesize.h"
 #include "perf/event_open.h"
-#include "record/attach_points.h"
-#include "record/kernel_maps.h"
-#include "record/owners.h"
-#include "record/synthesize.h"
 #include "symbols/symbolizer.h"
 
 namespace bpfprof::top {

@@ -20,10 +20,10 @@
 
 #include "base/error.h"
 #include "base/unique_fd.h"
+#include "host/synthesize.h"
 #include "perf/records.h"
 #include "perfdata/features.h"
 #include "record/event_set.h"
-#include "record/synthesize.h"
 #include "top/model.h"
 
 namespace bpfprof::top {

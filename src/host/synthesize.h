@@ -15,9 +15,9 @@
 
 #include "base/error.h"
 #include "bpf/prog_info.h"
+#include "host/kernel_maps.h"
+#include "host/synth_records.h"
 #include "perf/ring_buffer.h"
-#include "record/kernel_maps.h"
-#include "record/synth_records.h"
 
 namespace bpfprof::record {
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "record/owners.h"
+#include "host/owners.h"
 
 #include <sys/stat.h>
 #include <unistd.h>

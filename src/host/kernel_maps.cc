@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "record/kernel_maps.h"
+#include "host/kernel_maps.h"
 
 #include <fcntl.h>
 #include <unistd.h>

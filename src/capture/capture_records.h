@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "bpf/prog_info.h"
-#include "record/bpf/capture_abi.h"
+#include "capture/bpf/capture_abi.h"
 
 namespace bpfprof::record {
 

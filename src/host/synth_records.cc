@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "record/synth_records.h"
+#include "host/synth_records.h"
 
 #include <cstring>
 

@@ -10,8 +10,8 @@
 #include <string_view>
 #include <vector>
 
+#include "host/synthesize.h"
 #include "perfdata/owners_feature.h"
-#include "record/synthesize.h"
 
 namespace bpfprof::record {
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "record/proc_maps.h"
+#include "host/proc_maps.h"
 
 #include <sys/mman.h>
 

@@ -22,7 +22,7 @@
 
 #include "base/error.h"
 #include "bpf/prog_info.h"
-#include "record/capture_records.h"
+#include "capture/capture_records.h"
 #include "record/options.h"
 
 namespace bpfprof::record {

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "record/capture_records.h"
+#include "capture/capture_records.h"
 
 #include <cstring>
 

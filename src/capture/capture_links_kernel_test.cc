@@ -19,11 +19,11 @@
 
 #include <gtest/gtest.h>
 
+#include "capture/capture.h"
+#include "host/attach_points.h"
 #include "perfdata/reader.h"
-#include "record/attach_points.h"
-#include "record/capture.h"
-#include "record/capture_kernel_test.h"
 #include "record/recorder.h"
+#include "testing/capture_kernel.h"
 #include "testing/subprocess.h"
 
 namespace bpfprof::record {

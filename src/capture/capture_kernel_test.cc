@@ -30,13 +30,13 @@
 
 #include "base/unique_fd.h"
 #include "bpf/query.h"
+#include "capture/capture.h"
+#include "capture/capture_object.h"
+#include "host/attach_points.h"
 #include "perf/tracefs.h"
 #include "perfdata/reader.h"
-#include "record/attach_points.h"
-#include "record/capture.h"
-#include "record/capture_kernel_test.h"
-#include "record/capture_object.h"
 #include "record/recorder.h"
+#include "testing/capture_kernel.h"
 #include "testing/cgroup2.h"
 #include "testing/subprocess.h"
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "record/synthesize.h"
+#include "host/synthesize.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -14,10 +14,9 @@
 #include <string>
 
 #include "bpf/query.h"
+#include "host/kernel_maps.h"
+#include "host/proc_maps.h"
 #include "perf/abi.h"
-#include "record/event_set.h"
-#include "record/kernel_maps.h"
-#include "record/proc_maps.h"
 
 namespace bpfprof::record {
 namespace {

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "record/attach_points.h"
+#include "host/attach_points.h"
 
 #include <dirent.h>
 #include <fcntl.h>

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // CaptureAssembler on records built here: what becomes a program's info and
 // BTF, and what leaves a program incomplete (to be enriched by id).
-#include "record/capture_records.h"
+#include "capture/capture_records.h"
 
 #include <cstddef>
 #include <cstring>

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "record/owners.h"
+#include "host/owners.h"
 
 #include <dirent.h>
 #include <unistd.h>
@@ -12,8 +12,8 @@
 #include <set>
 
 #include "bpf/query.h"
-#include "record/kernel_maps.h"
-#include "record/synthesize.h"
+#include "host/kernel_maps.h"
+#include "host/synthesize.h"
 
 namespace bpfprof::record {
 namespace {

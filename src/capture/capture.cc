@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "record/capture.h"
+#include "capture/capture.h"
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -18,9 +18,9 @@
 
 #include "base/text_file.h"
 #include "base/unique_fd.h"
+#include "capture/bpf/capture_abi.h"
+#include "capture/capture_object.h"
 #include "perf/tracefs.h"
-#include "record/bpf/capture_abi.h"
-#include "record/capture_object.h"
 
 namespace bpfprof::record {
 namespace {

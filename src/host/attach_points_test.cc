@@ -3,7 +3,7 @@
 // recorder resolved at the same time (cgroup paths, interfaces, namespaces,
 // tracepoint categories). The live scan is checked by the kernel test
 // (tests/kernel/attach_test.cc).
-#include "record/attach_points.h"
+#include "host/attach_points.h"
 
 #include <gtest/gtest.h>
 

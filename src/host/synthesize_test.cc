@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "record/synthesize.h"
+#include "host/synthesize.h"
 
 #include <sys/stat.h>
 
@@ -8,9 +8,9 @@
 
 #include <gtest/gtest.h>
 
+#include "host/synth_records.h"
 #include "perf/event_open.h"
 #include "perf/records.h"
-#include "record/synth_records.h"
 #include "testing/record_builder.h"
 #include "testing/subprocess.h"
 

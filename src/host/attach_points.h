@@ -14,9 +14,9 @@
 #include <vector>
 
 #include "bpf/attach.h"
+#include "capture/capture_records.h"
+#include "host/synthesize.h"
 #include "perfdata/attach_feature.h"
-#include "record/capture_records.h"
-#include "record/synthesize.h"
 
 namespace bpfprof::record {
 

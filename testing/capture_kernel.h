@@ -21,9 +21,9 @@
 
 #include "base/unique_fd.h"
 #include "bpf/query.h"
+#include "capture/capture.h"
+#include "capture/capture_object.h"
 #include "perfdata/reader.h"
-#include "record/capture.h"
-#include "record/capture_object.h"
 #include "record/recorder.h"
 #include "testing/subprocess.h"
 
