@@ -27,7 +27,7 @@
 #include "record/recorder.h"
 #include "testing/subprocess.h"
 
-namespace bpfprof::record::capture_test {
+namespace bpfprof::testing::capture_kernel {
 
 // "r0 = 0; exit" as a program of `type` (expected attach type `attach`).
 inline UniqueFd load_trivial(bpf_prog_type type, const char* name,
@@ -61,8 +61,9 @@ inline UniqueFd perf_event(uint32_t type, uint64_t config) {
       ::syscall(SYS_perf_event_open, &attr, -1, 0, -1, PERF_FLAG_FD_CLOEXEC)));
 }
 
-inline std::unique_ptr<Capture> start_or_skip(const CaptureConfig& config, std::string& why) {
-  auto c = Capture::start(config);
+inline std::unique_ptr<capture::Capture> start_or_skip(const capture::CaptureConfig& config,
+                                                      std::string& why) {
+  auto c = capture::Capture::start(config);
   if (!c.ok()) {
     why = c.error().to_string();
     return nullptr;
@@ -76,9 +77,9 @@ inline off_t size_of(const std::string& path) {
 }
 
 // A system-wide recording of `seconds` into `dir`/`file`.
-inline RecordOptions system_wide(const bpfprof::testing::TempDir& dir, const char* file,
+inline record::RecordOptions system_wide(const TempDir& dir, const char* file,
                                  double seconds) {
-  RecordOptions o;
+  record::RecordOptions o;
   o.system_wide = true;
   o.duration_s = seconds;
   o.output = dir.file(file);
@@ -87,9 +88,10 @@ inline RecordOptions system_wide(const bpfprof::testing::TempDir& dir, const cha
 
 // Records system-wide for `o.duration_s` while `during` runs once the file exists.
 template <class Fn>
-Result<RecordStats> record_while(const RecordOptions& o, Fn during, const RecordSink& sink = {}) {
-  Result<RecordStats> stats = make_error(Errc::kInternal, "not run");
-  std::thread recorder([&] { stats = record(o, sink); });
+Result<record::RecordStats> record_while(const record::RecordOptions& o, Fn during,
+                                        const record::RecordSink& sink = {}) {
+  Result<record::RecordStats> stats = make_error(Errc::kInternal, "not run");
+  std::thread recorder([&] { stats = record::record(o, sink); });
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
   while (size_of(o.output) < 4096 && std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
@@ -116,7 +118,7 @@ inline std::vector<uint32_t> load_test_programs(bpf_object*& obj) {
 // bytes) can never fit in a ring of one page, however fast it is drained.
 inline std::vector<uint32_t> load_big_btf_programs(bpf_object*& obj) {
   std::vector<uint32_t> ids;
-  const std::span<const unsigned char> image = capture_object();
+  const std::span<const unsigned char> image = capture::capture_object();
   obj = bpf_object__open_mem(image.data(), image.size(), nullptr);
   if (!obj || bpf_object__load(obj) != 0) return ids;
   bpf_program* p;
@@ -134,4 +136,4 @@ inline const perfdata::EnrichedProgramEntry* entry_of(const perfdata::Enrichment
   return nullptr;
 }
 
-}  // namespace bpfprof::record::capture_test
+}  // namespace bpfprof::testing::capture_kernel

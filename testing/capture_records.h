@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// Test-only builders of the in-kernel capture's records (record/bpf/
+// Test-only builders of the in-kernel capture's records (capture/bpf/
 // capture_abi.h) as the ring hands them over: one record per element, for
-// record::CaptureAssembler's tests and the capture fuzz target's corpus.
+// capture::CaptureAssembler's tests and the capture fuzz target's corpus.
 #pragma once
 
 #include <cstddef>

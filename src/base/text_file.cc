@@ -28,4 +28,12 @@ Result<std::string> read_text_file(const std::string& path, size_t size_hint) {
   return out;
 }
 
+std::string sysctl_value(const std::string& path) {
+  auto text = read_text_file(path);
+  if (!text.ok()) return "?";
+  std::string v = *text;
+  while (!v.empty() && (v.back() == '\n' || v.back() == ' ')) v.pop_back();
+  return v;
+}
+
 }  // namespace bpfprof

@@ -14,4 +14,8 @@ namespace bpfprof {
 // a large one by copies costs page faults on every new buffer).
 Result<std::string> read_text_file(const std::string& path, size_t size_hint = 0);
 
+// A sysctl's value for a message (/proc/sys/...): its text without the
+// trailing newline, "?" when it cannot be read.
+std::string sysctl_value(const std::string& path);
+
 }  // namespace bpfprof

@@ -67,6 +67,10 @@ struct RunStats {
 // Turns the kernel's run statistics on; they stay on while the fd is open.
 // They cost about 20 ns per program run, system-wide.
 Result<UniqueFd> enable_run_stats();
+
+// Turns a bpf() refusal (enumerating programs, reading their info, turning
+// statistics on) into one line naming what is missing.
+Error explain_bpf_error(Error error);
 // The scalar part of bpf_prog_info only (no arrays: one cheap call).
 Result<RunStats> read_run_stats(int prog_fd);
 

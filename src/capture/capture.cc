@@ -22,7 +22,7 @@
 #include "capture/capture_object.h"
 #include "perf/tracefs.h"
 
-namespace bpfprof::record {
+namespace bpfprof::capture {
 namespace {
 
 Result<uint64_t> read_id(const std::string& path) {
@@ -225,4 +225,4 @@ void Capture::stop() {
   s.counters_fd = -1;
 }
 
-}  // namespace bpfprof::record
+}  // namespace bpfprof::capture

@@ -22,15 +22,10 @@
 
 #include "base/error.h"
 #include "bpf/prog_info.h"
+#include "capture/capture_config.h"
 #include "capture/capture_records.h"
-#include "record/options.h"
 
-namespace bpfprof::record {
-
-struct CaptureConfig {
-  // The BPF ring's size: a power of two, at least a page.
-  uint32_t ring_bytes = kDefaultCaptureRingBytes;
-};
+namespace bpfprof::capture {
 
 // What the capture programs counted (summed over CPUs).
 struct CaptureCounters {
@@ -106,4 +101,4 @@ struct SyscallTracepointIds {
 };
 Result<SyscallTracepointIds> find_bpf_syscall_tracepoints();
 
-}  // namespace bpfprof::record
+}  // namespace bpfprof::capture

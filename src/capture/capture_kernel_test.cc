@@ -40,10 +40,10 @@
 #include "testing/cgroup2.h"
 #include "testing/subprocess.h"
 
-namespace bpfprof::record {
+namespace bpfprof::capture {
 namespace {
 
-using namespace capture_test;
+using namespace testing::capture_kernel;
 
 // A socket filter "r0 = 0; exit" whose fd is closed as soon as the load returns.
 uint32_t load_and_close_at_once() {
@@ -195,7 +195,7 @@ TEST(CaptureKernelTest, LinksAttachmentsAndTestRunsAreCaptured) {
   // cgroup_skb/egress with BPF_PROG_ATTACH on a cgroup made here, detached at once.
   const std::string cg = mount + "/bpfprof-capture-" + std::to_string(::getpid());
   ASSERT_EQ(::mkdir(cg.c_str(), 0755), 0) << cg;
-  const auto cg_id = cgroup_id(cg);
+  const auto cg_id = host::cgroup_id(cg);
   UniqueFd skb_prog = load_trivial(BPF_PROG_TYPE_CGROUP_SKB, "bpfprof_skb", BPF_CGROUP_INET_EGRESS);
   UniqueFd cg_fd(::open(cg.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   ASSERT_TRUE(skb_prog.valid() && cg_fd.valid());
@@ -237,7 +237,7 @@ TEST(CaptureKernelTest, LinksAttachmentsAndTestRunsAreCaptured) {
   EXPECT_EQ(capture->test_runs().count(prog_id(run_prog.get())), 1u);
 
   // Named as the listings name them; the perf_event link queried by its id.
-  CapturedAttachNamer namer(Cgroup2Mount{mount}, {{*cg_id, cg}});
+  host::CapturedAttachNamer namer(host::Cgroup2Mount{mount}, {{*cg_id, cg}});
   std::vector<perfdata::AttachEntry> entries;
   namer.name(links, missed, entries);
   std::map<uint32_t, perfdata::AttachEntry> entry;
@@ -298,12 +298,12 @@ TEST(CaptureKernelTest, TinyRingReportsIncompleteNeverCut) {
 }
 
 }  // namespace
-}  // namespace bpfprof::record
+}  // namespace bpfprof::capture
 
-namespace bpfprof::record {
+namespace bpfprof::capture {
 namespace {
 
-using namespace capture_test;
+using namespace testing::capture_kernel;
 
 // The recorder's default: programs loaded during the recording are captured
 // in the kernel; the file's BPF_PROG_INFO entry of a long-lived one equals
@@ -311,7 +311,7 @@ using namespace capture_test;
 // and section 251 says no reference was held.
 TEST(CaptureRecordKernelTest, RecorderStoresCapturedInfoByDefault) {
   bpfprof::testing::TempDir dir;
-  RecordOptions o = system_wide(dir, "capture.data", 1.0);
+  record::RecordOptions o = system_wide(dir, "capture.data", 1.0);
   std::vector<bpf::ProgInfo> want;
   uint32_t brief = 0;
   bpf_object* obj = nullptr;
@@ -373,7 +373,7 @@ TEST(CaptureRecordKernelTest, RecorderStoresCapturedInfoByDefault) {
 // between: the test would flake on an idle machine.)
 TEST(CaptureRecordKernelTest, FullCaptureRingFallsBackById) {
   bpfprof::testing::TempDir dir;
-  RecordOptions o = system_wide(dir, "tiny.data", 1.0);
+  record::RecordOptions o = system_wide(dir, "tiny.data", 1.0);
   o.capture_ring_bytes = 4096;
   std::vector<uint32_t> ids;
   auto stats = record_while(o, [&] {
@@ -410,8 +410,8 @@ TEST(CaptureRecordKernelTest, FullCaptureRingFallsBackById) {
 // the file says capture was not tried.
 TEST(CaptureRecordKernelTest, EnrichUserUsesTheEnricher) {
   bpfprof::testing::TempDir dir;
-  RecordOptions o = system_wide(dir, "user.data", 0.8);
-  o.enrich = EnrichMode::kUser;
+  record::RecordOptions o = system_wide(dir, "user.data", 0.8);
+  o.enrich = record::EnrichMode::kUser;
   std::vector<uint32_t> ids;
   auto stats = record_while(o, [&] {
     bpf_object* obj = nullptr;
@@ -445,4 +445,4 @@ TEST(CaptureRecordKernelTest, EnrichUserUsesTheEnricher) {
 }
 
 }  // namespace
-}  // namespace bpfprof::record
+}  // namespace bpfprof::capture

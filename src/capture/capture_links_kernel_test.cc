@@ -26,10 +26,10 @@
 #include "testing/capture_kernel.h"
 #include "testing/subprocess.h"
 
-namespace bpfprof::record {
+namespace bpfprof::capture {
 namespace {
 
-using namespace capture_test;
+using namespace testing::capture_kernel;
 
 // Links of a type the capture does not name (perf_event links of a plain
 // software event) are queried by id when the recorder drains the capture;
@@ -38,7 +38,7 @@ using namespace capture_test;
 // depends on when the drain comes: the test asserts the accounting.)
 TEST(CaptureRecordKernelTest, LinksGoneBeforeTheirQueryAreCounted) {
   bpfprof::testing::TempDir dir;
-  RecordOptions o = system_wide(dir, "links.data", 1.0);
+  record::RecordOptions o = system_wide(dir, "links.data", 1.0);
   UniqueFd prog = load_trivial(BPF_PROG_TYPE_PERF_EVENT, "bpfprof_pe");
   ASSERT_TRUE(prog.valid());
   std::set<uint32_t> ours;
@@ -164,7 +164,7 @@ TEST(CaptureKernelTest, LinksMissedByAFullRingAreQueriedById) {
   EXPECT_TRUE(raw_tp_missed);
   EXPECT_GE(missed_now - missed_before, ours_missed);
 
-  CapturedAttachNamer namer(std::nullopt, {});
+  host::CapturedAttachNamer namer(std::nullopt, {});
   std::vector<perfdata::AttachEntry> entries;
   namer.name(links, missed, entries);
   std::map<uint32_t, std::vector<perfdata::AttachEntry>> by_link;
@@ -195,9 +195,9 @@ TEST(CaptureKernelTest, LinksMissedByAFullRingAreQueriedById) {
 // the capture ring until release().
 class DrainStall {
  public:
-  RecordSink sink() {
-    RecordSink s;
-    s.progress = [this](const Progress&) {
+  record::RecordSink sink() {
+    record::RecordSink s;
+    s.progress = [this](const record::Progress&) {
       std::unique_lock lock(mu_);
       if (done_) return;
       held_ = true;
@@ -234,7 +234,7 @@ class DrainStall {
 // the fallback. Links closed at once are named or counted in links_lost.
 TEST(CaptureRecordKernelTest, LinksMadeWhileTheRingIsFullAreNamedOrCounted) {
   bpfprof::testing::TempDir dir;
-  RecordOptions o = system_wide(dir, "full.data", 3.0);
+  record::RecordOptions o = system_wide(dir, "full.data", 3.0);
   o.capture_ring_bytes = 4096;
   UniqueFd raw_prog = load_trivial(BPF_PROG_TYPE_RAW_TRACEPOINT, "bpfprof_rawtp");
   UniqueFd pe_prog = load_trivial(BPF_PROG_TYPE_PERF_EVENT, "bpfprof_pe");
@@ -310,4 +310,4 @@ TEST(CaptureRecordKernelTest, LinksMadeWhileTheRingIsFullAreNamedOrCounted) {
 }
 
 }  // namespace
-}  // namespace bpfprof::record
+}  // namespace bpfprof::capture

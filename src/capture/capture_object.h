@@ -6,8 +6,8 @@
 
 #include <span>
 
-namespace bpfprof::record {
+namespace bpfprof::capture {
 
 std::span<const unsigned char> capture_object();
 
-}  // namespace bpfprof::record
+}  // namespace bpfprof::capture

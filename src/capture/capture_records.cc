@@ -3,7 +3,7 @@
 
 #include <cstring>
 
-namespace bpfprof::record {
+namespace bpfprof::capture {
 namespace {
 
 // The most one array of one capture may grow to: far above any program (the
@@ -238,4 +238,4 @@ void CaptureAssembler::finish() {
   partial_btf_.clear();
 }
 
-}  // namespace bpfprof::record
+}  // namespace bpfprof::capture

@@ -18,7 +18,7 @@
 #include "bpf/prog_info.h"
 #include "capture/bpf/capture_abi.h"
 
-namespace bpfprof::record {
+namespace bpfprof::capture {
 
 // One JIT'd function of a program as its CAPTURE_FUNC record gave it.
 struct CapturedFunc {
@@ -103,4 +103,4 @@ class CaptureAssembler {
   std::vector<std::pair<uint32_t, uint64_t>> loader_cgroups_;
 };
 
-}  // namespace bpfprof::record
+}  // namespace bpfprof::capture

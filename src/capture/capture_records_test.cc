@@ -13,7 +13,7 @@
 
 #include "testing/capture_records.h"
 
-namespace bpfprof::record {
+namespace bpfprof::capture {
 namespace {
 
 using testing::capture_chunk_record;
@@ -198,4 +198,4 @@ TEST(CaptureAssemblerTest, LinkRecordsAreBoundedAndChecked) {
 }
 
 }  // namespace
-}  // namespace bpfprof::record
+}  // namespace bpfprof::capture

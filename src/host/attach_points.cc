@@ -21,7 +21,7 @@
 #include "bpf/tc.h"
 #include "perf/tracefs.h"
 
-namespace bpfprof::record {
+namespace bpfprof::host {
 namespace {
 
 using perfdata::AttachEntry;
@@ -319,7 +319,7 @@ std::vector<AttachEntry> scan_tc_filters(uint32_t source, uint64_t time_ns) {
   return out;
 }
 
-std::optional<std::string> captured_point(const CapturedLink& c, const AttachContext& base) {
+std::optional<std::string> captured_point(const capture::CapturedLink& c, const AttachContext& base) {
   if (!c.has(CAPTURE_LINK_NAMED)) return std::nullopt;
   bpf::LinkInfo l;
   l.id = c.link_id;
@@ -425,13 +425,13 @@ std::optional<AttachEntry> CapturedAttachNamer::query(uint32_t link_id, uint64_t
   return AttachEntry{link->prog_id, link_id, AttachEntry::kById, time_ns, link_point(*link, ctx)};
 }
 
-void CapturedAttachNamer::name(const std::vector<CapturedLink>& links,
+void CapturedAttachNamer::name(const std::vector<capture::CapturedLink>& links,
                                const std::vector<uint32_t>& missed_link_ids,
                                std::vector<AttachEntry>& out) {
-  for (const CapturedLink& l : links) {
+  for (const capture::CapturedLink& l : links) {
     know_cgroup(l.cgroup_id);
     know_netns(l.netns_ino);
-    CapturedLink c = l;
+    capture::CapturedLink c = l;
     // BPF_PROG_ATTACH gives an interface index only: named here if it is ours.
     char ifname[IF_NAMESIZE] = {};
     if (c.has(CAPTURE_LINK_PROG_ATTACH) && c.ifindex && c.netns_ino == own_netns_ &&
@@ -473,4 +473,4 @@ std::vector<AttachEntry> program_points(const std::vector<AttachEntry>& listed,
   return out;
 }
 
-}  // namespace bpfprof::record
+}  // namespace bpfprof::host

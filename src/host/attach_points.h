@@ -18,7 +18,7 @@
 #include "host/synthesize.h"
 #include "perfdata/attach_feature.h"
 
-namespace bpfprof::record {
+namespace bpfprof::host {
 
 // An interface of some network namespace and what is attached to it.
 struct InterfaceAttach {
@@ -65,7 +65,7 @@ std::vector<perfdata::AttachEntry> scan_tc_filters(uint32_t source, uint64_t tim
 // saw made, named as link_point() names a listed one, with `ctx`'s cgroup
 // paths and network namespaces; nullopt when the capture did not name it
 // (a link type it does not read: to be queried by id).
-std::optional<std::string> captured_point(const CapturedLink& link, const AttachContext& ctx);
+std::optional<std::string> captured_point(const capture::CapturedLink& link, const AttachContext& ctx);
 
 // Names what the capture saw attached during the recording, at the time it
 // is drained: cgroup paths from the start listing's (the hierarchy walked
@@ -78,7 +78,7 @@ class CapturedAttachNamer {
 
   // Appends one entry per link: source kCaptured, or kById for the links
   // queried by id. A link gone before its query is only counted (lost()).
-  void name(const std::vector<CapturedLink>& links, const std::vector<uint32_t>& missed_link_ids,
+  void name(const std::vector<capture::CapturedLink>& links, const std::vector<uint32_t>& missed_link_ids,
             std::vector<perfdata::AttachEntry>& out);
   uint64_t lost() const { return lost_; }
 
@@ -113,4 +113,4 @@ std::vector<perfdata::AttachEntry> program_points(const std::vector<perfdata::At
                                                   const std::vector<KnownProgram>& programs,
                                                   const std::map<uint32_t, uint64_t>& test_runs);
 
-}  // namespace bpfprof::record
+}  // namespace bpfprof::host

@@ -7,7 +7,7 @@
 
 #include <gtest/gtest.h>
 
-namespace bpfprof::record {
+namespace bpfprof::host {
 namespace {
 
 bpf::LinkInfo link(uint32_t type, uint32_t prog = 5) {
@@ -103,8 +103,8 @@ TEST(AttachPointsTest, NetnsLinks) {
   EXPECT_EQ(link_point(l, ctx), "flow_dissector@blue");
 }
 
-CapturedLink captured(uint32_t link_id, uint32_t type, uint32_t prog = 5) {
-  CapturedLink c;
+capture::CapturedLink captured(uint32_t link_id, uint32_t type, uint32_t prog = 5) {
+  capture::CapturedLink c;
   c.link_id = link_id;
   c.prog_id = prog;
   c.link_type = type;
@@ -116,19 +116,19 @@ TEST(AttachPointsTest, CapturedLinksAreNamedAsListedOnes) {
   AttachContext ctx;
   ctx.cgroup_paths[880] = "/sys/fs/cgroup/agent";
   ctx.netns[4026531840] = "";
-  CapturedLink raw = captured(1, bpf::kLinkRawTracepoint);
+  capture::CapturedLink raw = captured(1, bpf::kLinkRawTracepoint);
   raw.name = "task_rename";
   EXPECT_EQ(captured_point(raw, ctx), "raw_tp/task_rename");
-  CapturedLink tp = captured(2, bpf::kLinkPerfEvent);
+  capture::CapturedLink tp = captured(2, bpf::kLinkPerfEvent);
   tp.flags |= CAPTURE_LINK_TRACEPOINT;
   tp.name = "sys_enter_getppid";
   tp.category = "syscalls";
   EXPECT_EQ(captured_point(tp, ctx), "tracepoint/syscalls/sys_enter_getppid");
-  CapturedLink cg = captured(3, bpf::kLinkCgroup);
+  capture::CapturedLink cg = captured(3, bpf::kLinkCgroup);
   cg.cgroup_id = 880;
   cg.attach_type = 1;
   EXPECT_EQ(captured_point(cg, ctx), "cgroup_skb/egress:/sys/fs/cgroup/agent");
-  CapturedLink xdp = captured(4, bpf::kLinkXdp);
+  capture::CapturedLink xdp = captured(4, bpf::kLinkXdp);
   xdp.ifindex = 3;
   xdp.ifname = "veth1";
   xdp.netns_ino = 4026532174;  // no label known: by inode
@@ -137,13 +137,13 @@ TEST(AttachPointsTest, CapturedLinksAreNamedAsListedOnes) {
   xdp.xdp_mode = 0;
   xdp.netns_ino = 4026531840;  // ours
   EXPECT_EQ(captured_point(xdp, ctx), "xdp_generic/veth1");
-  CapturedLink tcx = captured(5, bpf::kLinkTcx);
+  capture::CapturedLink tcx = captured(5, bpf::kLinkTcx);
   tcx.ifindex = 3;
   tcx.ifname = "eth0";
   tcx.netns_ino = 4026531840;
   tcx.attach_type = bpf::kAttachTcxEgress;
   EXPECT_EQ(captured_point(tcx, ctx), "tcx/egress/eth0");
-  CapturedLink ns = captured(6, bpf::kLinkNetns);
+  capture::CapturedLink ns = captured(6, bpf::kLinkNetns);
   ns.netns_ino = 4026531840;
   ns.attach_type = 17;
   EXPECT_EQ(captured_point(ns, ctx), "flow_dissector");
@@ -152,14 +152,14 @@ TEST(AttachPointsTest, CapturedLinksAreNamedAsListedOnes) {
 TEST(AttachPointsTest, CapturedAttachmentsWithoutALink) {
   AttachContext ctx;
   ctx.cgroup_paths[880] = "/sys/fs/cgroup/agent";
-  CapturedLink cg = captured(0, 0);
+  capture::CapturedLink cg = captured(0, 0);
   cg.flags |= CAPTURE_LINK_PROG_ATTACH;
   cg.cgroup_id = 880;
   cg.attach_type = 10;
   EXPECT_EQ(captured_point(cg, ctx), "cgroup/connect4:/sys/fs/cgroup/agent");
   cg.cgroup_id = 881;  // removed before it was named
   EXPECT_EQ(captured_point(cg, ctx), "cgroup/connect4:cgroup id 881");
-  CapturedLink tcx = captured(0, 0);
+  capture::CapturedLink tcx = captured(0, 0);
   tcx.flags |= CAPTURE_LINK_PROG_ATTACH;
   tcx.ifindex = 9;
   tcx.netns_ino = 4026532174;
@@ -169,9 +169,9 @@ TEST(AttachPointsTest, CapturedAttachmentsWithoutALink) {
 
 TEST(AttachPointsTest, CapturedLinksNotNamedAreLeftToAQueryById) {
   AttachContext ctx;
-  CapturedLink kprobe = captured(1, bpf::kLinkPerfEvent);  // not a tracepoint
+  capture::CapturedLink kprobe = captured(1, bpf::kLinkPerfEvent);  // not a tracepoint
   EXPECT_EQ(captured_point(kprobe, ctx), std::nullopt);
-  CapturedLink unnamed = captured(2, bpf::kLinkRawTracepoint);
+  capture::CapturedLink unnamed = captured(2, bpf::kLinkRawTracepoint);
   unnamed.flags = 0;
   EXPECT_EQ(captured_point(unnamed, ctx), std::nullopt);
   EXPECT_EQ(captured_point(captured(3, bpf::kLinkStructOps), ctx), std::nullopt);
@@ -195,4 +195,4 @@ TEST(AttachPointsTest, SyscallProgramsAndTestRunOnly) {
 }
 
 }  // namespace
-}  // namespace bpfprof::record
+}  // namespace bpfprof::host

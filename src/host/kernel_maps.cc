@@ -15,7 +15,7 @@
 #include "base/text_lines.h"
 #include "base/unique_fd.h"
 
-namespace bpfprof::record {
+namespace bpfprof::host {
 namespace {
 
 // /proc/kallsyms is 5-15 MB on common kernels: reserved, only what is read
@@ -159,4 +159,4 @@ std::vector<ModuleMap> read_modules(const std::string& path) {
   return parse_modules(*text);
 }
 
-}  // namespace bpfprof::record
+}  // namespace bpfprof::host

@@ -15,7 +15,7 @@
 #include "bpf/query.h"
 #include "perfdata/kallsyms_line.h"
 
-namespace bpfprof::record {
+namespace bpfprof::host {
 
 using perfdata::KallsymsLine;
 using perfdata::parse_kallsyms_line;
@@ -58,4 +58,4 @@ std::vector<ModuleMap> parse_modules(std::string_view text);
 // /proc/modules; an absent file (no module support) is an empty list.
 std::vector<ModuleMap> read_modules(const std::string& path = "/proc/modules");
 
-}  // namespace bpfprof::record
+}  // namespace bpfprof::host

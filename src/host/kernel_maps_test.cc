@@ -3,7 +3,7 @@
 
 #include <gtest/gtest.h>
 
-namespace bpfprof::record {
+namespace bpfprof::host {
 namespace {
 
 constexpr std::string_view kKallsyms =
@@ -115,4 +115,4 @@ TEST(KernelMapsTest, LiveKallsyms) {
 }
 
 }  // namespace
-}  // namespace bpfprof::record
+}  // namespace bpfprof::host

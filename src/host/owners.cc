@@ -15,7 +15,7 @@
 #include "host/kernel_maps.h"
 #include "host/synthesize.h"
 
-namespace bpfprof::record {
+namespace bpfprof::host {
 namespace {
 
 using perfdata::ProgramHolder;
@@ -183,4 +183,4 @@ perfdata::OwnersSection scan_program_owners(const std::vector<uint32_t>& ids,
   return out;
 }
 
-}  // namespace bpfprof::record
+}  // namespace bpfprof::host

@@ -13,7 +13,7 @@
 #include "host/synthesize.h"
 #include "perfdata/owners_feature.h"
 
-namespace bpfprof::record {
+namespace bpfprof::host {
 
 // The holders of the programs `ids` (the others are ignored), each with its
 // cgroup v2 id where `cgroup2` is mounted. Processes and pins that vanish
@@ -32,4 +32,4 @@ uint32_t fdinfo_prog_id(std::string_view fdinfo);
 // Mount points of every BPF filesystem in /proc/self/mountinfo text.
 std::vector<std::string> bpffs_mounts(std::string_view mountinfo);
 
-}  // namespace bpfprof::record
+}  // namespace bpfprof::host

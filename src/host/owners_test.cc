@@ -12,7 +12,7 @@
 #include "perfdata/file_format.h"
 #include "testing/subprocess.h"
 
-namespace bpfprof::record {
+namespace bpfprof::host {
 namespace {
 
 using perfdata::ProgramHolder;
@@ -148,4 +148,4 @@ TEST(OwnersTest, CgroupDirectoryOfProcCgroup) {
 }
 
 }  // namespace
-}  // namespace bpfprof::record
+}  // namespace bpfprof::host

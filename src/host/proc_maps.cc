@@ -5,7 +5,7 @@
 
 #include <charconv>
 
-namespace bpfprof::record {
+namespace bpfprof::host {
 namespace {
 
 std::string_view next_field(std::string_view& s) {
@@ -100,4 +100,4 @@ std::optional<TaskStatus> parse_status(std::string_view text) {
   return s;
 }
 
-}  // namespace bpfprof::record
+}  // namespace bpfprof::host

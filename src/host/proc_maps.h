@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-namespace bpfprof::record {
+namespace bpfprof::host {
 
 // One mapping: "start-end perms offset maj:min inode   path".
 struct MapsEntry {
@@ -42,4 +42,4 @@ struct TaskStatus {
 };
 std::optional<TaskStatus> parse_status(std::string_view text);
 
-}  // namespace bpfprof::record
+}  // namespace bpfprof::host

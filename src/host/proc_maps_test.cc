@@ -5,7 +5,7 @@
 
 #include <gtest/gtest.h>
 
-namespace bpfprof::record {
+namespace bpfprof::host {
 namespace {
 
 constexpr std::string_view kMaps =
@@ -65,4 +65,4 @@ TEST(ProcMapsTest, Status) {
 }
 
 }  // namespace
-}  // namespace bpfprof::record
+}  // namespace bpfprof::host

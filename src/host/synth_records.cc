@@ -6,7 +6,7 @@
 #include "base/byte_cursor.h"
 #include "perf/abi.h"
 
-namespace bpfprof::record {
+namespace bpfprof::host {
 
 template <class T>
 void SynthBuffer::put(const T& v) {
@@ -116,4 +116,4 @@ void SynthBuffer::cgroup(uint64_t id, std::string_view path) {
 
 void SynthBuffer::header_only(uint32_t type) { finish(begin(type, 0), false); }
 
-}  // namespace bpfprof::record
+}  // namespace bpfprof::host

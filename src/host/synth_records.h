@@ -13,7 +13,7 @@
 
 #include "bpf/prog_info.h"
 
-namespace bpfprof::record {
+namespace bpfprof::host {
 
 // Appends whole records to a byte vector (layouts: perf-data-format.md 5.2).
 class SynthBuffer {
@@ -55,4 +55,4 @@ class SynthBuffer {
   size_t records_ = 0;
 };
 
-}  // namespace bpfprof::record
+}  // namespace bpfprof::host

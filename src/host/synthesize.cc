@@ -18,7 +18,7 @@
 #include "host/proc_maps.h"
 #include "perf/abi.h"
 
-namespace bpfprof::record {
+namespace bpfprof::host {
 namespace {
 
 constexpr size_t kFlushBytes = 1 << 20;
@@ -246,7 +246,7 @@ Result<BpfSynthesis> synthesize_bpf(SynthBuffer& out, const std::vector<bpf::Kal
                                     const std::function<std::set<uint32_t>()>& live_ids) {
   BpfSynthesis result;
   auto ids = bpf::list_prog_ids();
-  if (!ids.ok()) return explain_bpf_error(std::move(ids).error());
+  if (!ids.ok()) return bpf::explain_bpf_error(std::move(ids).error());
   std::map<uint32_t, bpf::ProgInfo> infos;
   std::map<uint32_t, bpf::BtfBlob> btfs;
   std::vector<uint32_t> present;
@@ -258,10 +258,10 @@ Result<BpfSynthesis> synthesize_bpf(SynthBuffer& out, const std::vector<bpf::Kal
         result.gone++;
         continue;
       }
-      return explain_bpf_error(std::move(fd).error());
+      return bpf::explain_bpf_error(std::move(fd).error());
     }
     auto info = bpf::read_prog_info(fd->get(), buffers);
-    if (!info.ok()) return explain_bpf_error(std::move(info).error());
+    if (!info.ok()) return bpf::explain_bpf_error(std::move(info).error());
     const uint32_t btf_id = info->info.btf_id;
     if (btf_id && !btfs.count(btf_id)) {
       if (auto btf = bpf::read_btf(btf_id, buffers); btf.ok()) btfs.emplace(btf_id, std::move(btf).value());
@@ -297,4 +297,4 @@ Result<BpfSynthesis> synthesize_bpf(SynthBuffer& out, const std::vector<bpf::Kal
   return result;
 }
 
-}  // namespace bpfprof::record
+}  // namespace bpfprof::host

@@ -19,7 +19,7 @@
 #include "host/synth_records.h"
 #include "perf/ring_buffer.h"
 
-namespace bpfprof::record {
+namespace bpfprof::host {
 
 // Kernel MMAP ([kernel.kallsyms]_text, pid -1) and one MMAP per module.
 Status synthesize_kernel(SynthBuffer& out, const Result<KernelText>& text);
@@ -81,4 +81,4 @@ struct BpfSynthesis {
 Result<BpfSynthesis> synthesize_bpf(SynthBuffer& out, const std::vector<bpf::KallsymsEntry>& kallsyms,
                                     const std::function<std::set<uint32_t>()>& live_ids);
 
-}  // namespace bpfprof::record
+}  // namespace bpfprof::host

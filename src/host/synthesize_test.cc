@@ -14,7 +14,7 @@
 #include "testing/record_builder.h"
 #include "testing/subprocess.h"
 
-namespace bpfprof::record {
+namespace bpfprof::host {
 namespace {
 
 using bpfprof::testing::ByteVec;
@@ -138,9 +138,9 @@ TEST(SynthesizeTest, RecordsParseBackWithZeroTrailers) {
 }
 
 }  // namespace
-}  // namespace bpfprof::record
+}  // namespace bpfprof::host
 
-namespace bpfprof::record {
+namespace bpfprof::host {
 namespace {
 
 TEST(SynthesizeCgroupsTest, FindsTheCgroup2MountInMountinfo) {
@@ -199,4 +199,4 @@ TEST(SynthesizeCgroupsTest, OneRecordPerDirectoryParentsFirst) {
 }
 
 }  // namespace
-}  // namespace bpfprof::record
+}  // namespace bpfprof::host

@@ -7,19 +7,11 @@
 
 #include <fmt/format.h>
 
-#include "host/kernel_maps.h"
+#include "base/text_file.h"
 #include "perf/event_open.h"
 
 namespace bpfprof::record {
 namespace {
-
-std::string sysctl_value(const std::string& path) {
-  auto text = read_text_file(path);
-  if (!text.ok()) return "?";
-  std::string v = *text;
-  while (!v.empty() && (v.back() == '\n' || v.back() == ' ')) v.pop_back();
-  return v;
-}
 
 Result<UniqueFd> open_one(const perf_event_attr& attr, pid_t pid, int cpu, bool cpu_wide) {
   auto fd = perf::open_event(attr, pid, cpu);
@@ -48,15 +40,6 @@ Error explain_perf_open_error(Error error, bool cpu_wide) {
                               cpu_wide ? ": BPF program loads and unloads are followed on every "
                                          "CPU, whatever is sampled"
                                        : "");
-  return error;
-}
-
-Error explain_bpf_error(Error error) {
-  if (error.code != Errc::kPermission) return error;
-  std::string disabled = sysctl_value("/proc/sys/kernel/unprivileged_bpf_disabled");
-  error.message = fmt::format("{} \u2014 needs CAP_BPF and CAP_PERFMON (or root); "
-                              "kernel.unprivileged_bpf_disabled = {}",
-                              error.message, disabled);
   return error;
 }
 

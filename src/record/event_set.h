@@ -68,7 +68,5 @@ class EventSet {
 // Turns a perf_event_open refusal into one line naming what is missing;
 // `cpu_wide`: the refused event watches a whole CPU (pid -1).
 Error explain_perf_open_error(Error error, bool cpu_wide);
-// Same for the bpf() syscall (enumerating programs, reading their info).
-Error explain_bpf_error(Error error);
 
 }  // namespace bpfprof::record

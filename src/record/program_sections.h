@@ -32,7 +32,7 @@ class ProgramSections {
   // null) gets the names of the cgroups seen.
   static Result<ProgramSections> start(perfdata::FileWriter& writer,
                                        const std::vector<uint32_t>& synthesized,
-                                       std::optional<Cgroup2Mount> cgroup2,
+                                       std::optional<host::Cgroup2Mount> cgroup2,
                                        CaptureEnricher* in_kernel, const RecordSink& sink);
 
   // What the capture learned in a pass: into the data, and kept. A writer
@@ -74,7 +74,7 @@ class ProgramSections {
 
   perfdata::FileWriter* writer_;
   CaptureEnricher* in_kernel_;
-  std::optional<Cgroup2Mount> cgroup2_;
+  std::optional<host::Cgroup2Mount> cgroup2_;
   perfdata::OwnersSection owners_;
   perfdata::AttachSection attach_;
   std::map<uint32_t, uint64_t> tc_watch_;  // tc-type program id -> when seen loaded

@@ -115,7 +115,7 @@ Result<EventSet> open_events(const RecordOptions& o, const std::vector<int>& cpu
 
 std::set<uint32_t> live_prog_loads(EventSet& events) {
   std::set<uint32_t> ids;
-  for (CpuRing& r : events.sideband_rings()) collect_prog_load_ids(r.ring.peek(), ids);
+  for (CpuRing& r : events.sideband_rings()) host::collect_prog_load_ids(r.ring.peek(), ids);
   return ids;
 }
 
@@ -137,23 +137,23 @@ Status hand_to_writer(perfdata::FileWriter& writer, const std::vector<bpf::ProgI
 }
 
 // Writes everything that describes the world before recording, then FINISHED_INIT.
-Result<BpfSynthesis> write_initial_state(perfdata::FileWriter& writer, EventSet& events,
-                                         size_t trailer, const KallsymsScan& kallsyms,
+Result<host::BpfSynthesis> write_initial_state(perfdata::FileWriter& writer, EventSet& events,
+                                         size_t trailer, const host::KallsymsScan& kallsyms,
                                          bool cgroups, bool cgroup_samples,
-                                         const std::optional<Cgroup2Mount>& mount,
+                                         const std::optional<host::Cgroup2Mount>& mount,
                                          const RecordSink& sink) {
-  SynthBuffer synth(trailer);
+  host::SynthBuffer synth(trailer);
   auto flush = [&]() -> Status {
     BPFPROF_TRY(writer.append(synth.bytes()));
     synth.clear();
     return ok_status();
   };
-  if (auto s = synthesize_kernel(synth, kallsyms.text); !s.ok() && sink.notice) {
+  if (auto s = host::synthesize_kernel(synth, kallsyms.text); !s.ok() && sink.notice) {
     sink.notice("no kernel map: " + s.error().to_string());
   }
   BPFPROF_ASSIGN_OR_RETURN(
-      BpfSynthesis bpf,
-      synthesize_bpf(synth, kallsyms.bpf, [&] { return live_prog_loads(events); }));
+      host::BpfSynthesis bpf,
+      host::synthesize_bpf(synth, kallsyms.bpf, [&] { return live_prog_loads(events); }));
   BPFPROF_TRY(flush());
   if (cgroups) {
     // Cgroups created from here on come as CGROUP records of the side-band
@@ -164,11 +164,11 @@ Result<BpfSynthesis> write_initial_state(perfdata::FileWriter& writer, EventSet&
         sink.notice("--cgroup: no cgroup v2 hierarchy mounted: cgroups are unnamed");
       }
     } else {
-      BPFPROF_TRY(synthesize_cgroups(synth, *mount, flush));
+      BPFPROF_TRY(host::synthesize_cgroups(synth, *mount, flush));
       BPFPROF_TRY(flush());
     }
   }
-  BPFPROF_TRY(synthesize_threads(synth, flush));
+  BPFPROF_TRY(host::synthesize_threads(synth, flush));
   synth.header_only(perf::kRecordFinishedInit);
   BPFPROF_TRY(flush());
   BPFPROF_TRY(writer.finish_round());
@@ -201,20 +201,20 @@ Result<RecordStats> record(const RecordOptions& o, const RecordSink& sink) {
   uint64_t stats_on_ns = 0;
   if (o.bpf_stats) {
     auto fd = bpf::enable_run_stats();
-    if (!fd.ok()) return explain_bpf_error(std::move(fd).error().with_context("--bpf-stats"));
+    if (!fd.ok()) return bpf::explain_bpf_error(std::move(fd).error().with_context("--bpf-stats"));
     stats_fd = std::move(fd).value();
     stats_on_ns = monotonic_ns();
   }
   // The capture attaches before any event opens, so every PROG_LOAD the
   // file will carry came after it; where it cannot run, the user-space
   // enricher does the work and the file says why.
-  std::unique_ptr<Capture> capture;
+  std::unique_ptr<capture::Capture> capture;
   std::string capture_refused = "not tried (--enrich=user)";
   int capture_errno = -1;
   if (o.enrich == EnrichMode::kInKernel) {
-    CaptureConfig cc;
+    capture::CaptureConfig cc;
     cc.ring_bytes = o.capture_ring_bytes;
-    auto c = Capture::start(cc);
+    auto c = capture::Capture::start(cc);
     if (c.ok()) {
       capture = std::move(c).value();
       capture_refused.clear();
@@ -271,8 +271,8 @@ Result<RecordStats> record(const RecordOptions& o, const RecordSink& sink) {
   if (auto s = events.enable_sideband(); !s.ok()) return before_start(std::move(s).error());
   // One kallsyms pass (the kernel formats the whole file per read): kernel
   // map, [bpf] programs, and the text-symbol snapshot stored in the file.
-  auto kallsyms = read_kallsyms();
-  if (!kallsyms.ok()) kallsyms = KallsymsScan{kallsyms.error(), {}, {}};
+  auto kallsyms = host::read_kallsyms();
+  if (!kallsyms.ok()) kallsyms = host::KallsymsScan{kallsyms.error(), {}, {}};
   // Host, arch, event names and the kallsyms snapshot go into the data at
   // once (and into the sections at close): a killed recorder's file has them.
   // The snapshot is encoded once for both.
@@ -292,9 +292,9 @@ Result<RecordStats> record(const RecordOptions& o, const RecordSink& sink) {
   }
   // The cgroup v2 hierarchy, read once: cgroups synthesized, holders'
   // cgroups, cgroup attach points.
-  std::optional<Cgroup2Mount> cgroup2;
+  std::optional<host::Cgroup2Mount> cgroup2;
   if (auto mountinfo = read_text_file("/proc/self/mountinfo"); mountinfo.ok()) {
-    cgroup2 = find_cgroup2_mount(*mountinfo);
+    cgroup2 = host::find_cgroup2_mount(*mountinfo);
   }
   auto bpf = write_initial_state(writer, events, layout.id_hdr_size(), *kallsyms,
                                  names_cgroups(o), o.cgroup, cgroup2, sink);

@@ -107,29 +107,29 @@ Result<std::unique_ptr<LiveSession>> LiveSession::open(const LiveOptions& o, con
 }
 
 Status LiveSession::synthesize(const Notice& notice) {
-  record::SynthBuffer synth(layout_->id_hdr_size());
-  auto kallsyms = record::read_kallsyms();
-  if (!kallsyms.ok()) kallsyms = record::KallsymsScan{kallsyms.error(), {}, {}};
-  if (auto st = record::synthesize_kernel(synth, kallsyms->text); !st.ok() && notice) {
+  host::SynthBuffer synth(layout_->id_hdr_size());
+  auto kallsyms = host::read_kallsyms();
+  if (!kallsyms.ok()) kallsyms = host::KallsymsScan{kallsyms.error(), {}, {}};
+  if (auto st = host::synthesize_kernel(synth, kallsyms->text); !st.ok() && notice) {
     notice("no kernel map: " + st.error().to_string());
   }
   if (!kallsyms->text_symbols.empty()) features_.kallsyms = std::move(kallsyms->text_symbols);
   auto live_ids = [this] {
     std::set<uint32_t> ids;
     for (record::CpuRing& r : events_.sideband_rings()) {
-      record::collect_prog_load_ids(r.ring.peek(), ids);
+      host::collect_prog_load_ids(r.ring.peek(), ids);
     }
     return ids;
   };
-  BPFPROF_ASSIGN_OR_RETURN(record::BpfSynthesis bpf,
-                           record::synthesize_bpf(synth, kallsyms->bpf, live_ids));
+  BPFPROF_ASSIGN_OR_RETURN(host::BpfSynthesis bpf,
+                           host::synthesize_bpf(synth, kallsyms->bpf, live_ids));
   features_.bpf_prog_info = std::move(bpf.infos);
   // Who holds the programs loaded before top started (programs loaded later
   // are owned by their loader, from their BPF_EVENT).
-  features_.owners = record::scan_program_owners(bpf.synthesized, std::nullopt);
+  features_.owners = host::scan_program_owners(bpf.synthesized, std::nullopt);
   // Where every program is attached, named as record names it.
   if (auto mountinfo = read_text_file("/proc/self/mountinfo"); mountinfo.ok()) {
-    cgroup2_ = record::find_cgroup2_mount(*mountinfo);
+    cgroup2_ = host::find_cgroup2_mount(*mountinfo);
   }
   features_.attach.emplace();
   scan_attach(monotonic_ns());
@@ -139,7 +139,7 @@ Status LiveSession::synthesize(const Notice& notice) {
     return ok_status();
   };
   BPFPROF_TRY(flush());
-  BPFPROF_TRY(record::synthesize_threads(synth, flush));
+  BPFPROF_TRY(host::synthesize_threads(synth, flush));
   BPFPROF_TRY(flush());
   for (size_t off = 0; off < sideband_.size();) {
     BPFPROF_ASSIGN_OR_RETURN(perf::RecordView r, perf::record_at(sideband_, off));
@@ -151,8 +151,8 @@ Status LiveSession::synthesize(const Notice& notice) {
 
 void LiveSession::scan_attach(uint64_t now_ns) {
   // A failed link listing leaves the other points (cgroups, interfaces).
-  record::AttachScan scan =
-      record::scan_attach_points(cgroup2_, perfdata::AttachEntry::kAtEnd, now_ns);
+  host::AttachScan scan =
+      host::scan_attach_points(cgroup2_, perfdata::AttachEntry::kAtEnd, now_ns);
   for (perfdata::AttachEntry& e : scan.entries) {
     if (attach_known_.emplace(e.prog_id, e.link_id, e.point).second) {
       features_.attach->entries.push_back(std::move(e));

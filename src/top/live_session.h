@@ -91,7 +91,7 @@ class LiveSession {
   UniqueFd stats_fd_;
   std::string run_stats_note_;
   std::vector<RunReading> baseline_;
-  std::optional<record::Cgroup2Mount> cgroup2_;
+  std::optional<host::Cgroup2Mount> cgroup2_;
   std::set<std::tuple<uint32_t, uint32_t, std::string>> attach_known_;  // prog, link, point
   uint64_t attach_scanned_ns_ = 0;
 
