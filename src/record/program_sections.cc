@@ -6,25 +6,20 @@
 #include <tuple>
 
 #include "host/attach_points.h"
-#include "host/owners.h"
 
 namespace bpfprof::record {
 
 Result<ProgramSections> ProgramSections::start(perfdata::FileWriter& writer,
-                                               const std::vector<uint32_t>& synthesized,
+                                               host::ProgramPlaces places,
                                                std::optional<host::Cgroup2Mount> cgroup2,
                                                CaptureEnricher* in_kernel,
                                                const RecordSink& sink) {
   ProgramSections s(writer, in_kernel);
   s.cgroup2_ = std::move(cgroup2);
-  // Who holds the programs that were there before us, and in which cgroups
-  // (those loaded from now on name their loader in their BPF_EVENT, the
-  // capture its cgroup).
-  s.owners_ = host::scan_program_owners(synthesized, s.cgroup2_);
+  s.owners_ = std::move(places.owners);
   BPFPROF_TRY(
       writer.append_in_stream(perfdata::kFeatBpfprofOwners, perfdata::encode_owners(s.owners_)));
-  // Where every program is attached (links, cgroups, interfaces), named now.
-  host::AttachScan scan = host::scan_attach_points(s.cgroup2_, perfdata::AttachEntry::kAtStart, 0);
+  host::AttachScan& scan = places.attach;
   if (scan.failed && sink.notice) sink.notice("BPF links not listed: " + scan.failed->to_string());
   s.attach_.entries = std::move(scan.entries);
   BPFPROF_TRY(

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "bpf/prog_info.h"
+#include "host/snapshot.h"
 #include "host/synthesize.h"
 #include "perfdata/attach_feature.h"
 #include "perfdata/owners_feature.h"
@@ -26,12 +27,11 @@ namespace bpfprof::record {
 
 class ProgramSections {
  public:
-  // Lists who holds the programs `synthesized` (those there before us) and
-  // where every program is attached now, and writes both into the data.
-  // `cgroup2` is the cgroup v2 hierarchy, if mounted; `in_kernel` (may be
-  // null) gets the names of the cgroups seen.
-  static Result<ProgramSections> start(perfdata::FileWriter& writer,
-                                       const std::vector<uint32_t>& synthesized,
+  // Writes who holds the programs there before us and where every program
+  // is attached (`places`, listed at start) into the data. `cgroup2` is the
+  // cgroup v2 hierarchy, if mounted; `in_kernel` (may be null) gets the
+  // names of the cgroups seen.
+  static Result<ProgramSections> start(perfdata::FileWriter& writer, host::ProgramPlaces places,
                                        std::optional<host::Cgroup2Mount> cgroup2,
                                        CaptureEnricher* in_kernel, const RecordSink& sink);
 
