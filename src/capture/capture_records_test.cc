@@ -11,7 +11,7 @@
 
 #include <gtest/gtest.h>
 
-#include "testing/capture_records.h"
+#include "testing/capture_record_builder.h"
 
 namespace bpfprof::capture {
 namespace {

@@ -28,7 +28,7 @@
 #include "perf/records.h"
 #include "perfdata/enrichment_feature.h"
 #include "record/event_set.h"
-#include "record/run_stats.h"
+#include "record/run_stats_table.h"
 
 namespace bpfprof::record {
 

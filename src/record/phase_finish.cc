@@ -9,7 +9,7 @@
 #include <utility>
 
 #include "record/phases.h"
-#include "record/run_stats.h"
+#include "record/run_stats_table.h"
 
 namespace bpfprof::record {
 

@@ -26,12 +26,12 @@
 #include "record/drain_loop.h"
 #include "record/enricher.h"
 #include "record/event_set.h"
+#include "record/forked_command.h"
 #include "record/options.h"
 #include "record/output_file.h"
 #include "record/program_sections.h"
 #include "record/recorder.h"
 #include "record/signals.h"
-#include "record/workload.h"
 
 namespace bpfprof::record {
 

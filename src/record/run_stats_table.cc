@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "record/run_stats.h"
+#include "record/run_stats_table.h"
 
 #include "record/enricher.h"
 

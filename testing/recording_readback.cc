@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "testing/recording.h"
+#include "testing/recording_readback.h"
 
 #include <fstream>
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "record/workload.h"
+#include "record/forked_command.h"
 
 #include <fcntl.h>
 #include <sys/prctl.h>
