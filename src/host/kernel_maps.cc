@@ -61,36 +61,7 @@ Result<KernelText> finish(KernelText text, bool have_text, bool have_stext, uint
 
 }  // namespace
 
-Result<KernelText> parse_kernel_text(std::string_view kallsyms) {
-  KernelText text;
-  bool have_text = false, have_stext = false;
-  uint64_t stext = 0;
-  for_each_line(kallsyms, [&](std::string_view line) {
-    auto l = parse_kallsyms_line(line);
-    return !(l && absorb(*l, text, have_text, have_stext, stext));
-  });
-  return finish(std::move(text), have_text, have_stext, stext);
-}
-
-Result<KernelText> read_kernel_text(const std::string& path) {
-  std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen(path.c_str(), "re"), &std::fclose);
-  if (!f) return make_sys_error("open " + path, errno);
-  KernelText text;
-  bool have_text = false, have_stext = false;
-  uint64_t stext = 0;
-  char buf[512];
-  while (std::fgets(buf, sizeof buf, f.get())) {
-    auto l = parse_kallsyms_line(buf);
-    if (l && absorb(*l, text, have_text, have_stext, stext)) break;
-  }
-  return finish(std::move(text), have_text, have_stext, stext);
-}
-
-KallsymsScan scan_kallsyms(std::string_view kallsyms) {
-  return scan_kallsyms_in_place(std::string(kallsyms));
-}
-
-KallsymsScan scan_kallsyms_in_place(std::string&& kallsyms) {
+KallsymsScan scan_kallsyms(std::string&& kallsyms) {
   KallsymsScan scan;
   // A final line without its newline gets one in the snapshot: room for it.
   if (!kallsyms.empty() && kallsyms.back() != '\n') kallsyms.push_back('\n');
@@ -132,7 +103,7 @@ KallsymsScan scan_kallsyms_in_place(std::string&& kallsyms) {
 
 Result<KallsymsScan> read_kallsyms(const std::string& path) {
   BPFPROF_ASSIGN_OR_RETURN(std::string text, read_text_file(path, kKallsymsSizeHint));
-  return scan_kallsyms_in_place(std::move(text));
+  return scan_kallsyms(std::move(text));
 }
 
 std::vector<ModuleMap> parse_modules(std::string_view text) {

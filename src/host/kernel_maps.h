@@ -27,12 +27,6 @@ struct KernelText {
   uint64_t start = 0;
   uint64_t end = 0;  // _etext; 0 if not found
 };
-// Scans kallsyms text line by line. kNotFound without _text/_stext; start 0
-// when kptr_restrict hides addresses.
-Result<KernelText> parse_kernel_text(std::string_view kallsyms);
-// Reads /proc/kallsyms, stopping once _etext has been seen.
-Result<KernelText> read_kernel_text(const std::string& path = "/proc/kallsyms");
-
 // Everything the synthesis needs from kallsyms in one pass (the kernel
 // formats the whole file on every read, so each pass costs ~50 ms of CPU).
 struct KallsymsScan {
@@ -43,9 +37,9 @@ struct KallsymsScan {
   // (perfdata::Features::kallsyms). Empty when addresses are hidden.
   std::string text_symbols;
 };
-KallsymsScan scan_kallsyms(std::string_view kallsyms);
-// The same, the snapshot made from `kallsyms`'s own buffer (no copy).
-KallsymsScan scan_kallsyms_in_place(std::string&& kallsyms);
+// The snapshot is made from `kallsyms`'s own buffer (no copy). Lines that do
+// not parse are skipped; without _text/_stext, `text` is kNotFound.
+KallsymsScan scan_kallsyms(std::string&& kallsyms);
 Result<KallsymsScan> read_kallsyms(const std::string& path = "/proc/kallsyms");
 
 // One loaded module: "name size refcnt deps state addr".
