@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// libFuzzer target: the records of the in-kernel capture (record/bpf/
+// libFuzzer target: the records of the in-kernel capture (capture/bpf/
 // capture_abi.h) as the recorder's ring hands them over, assembled into
-// programs' info and BTF (record::CaptureAssembler). The input is a sequence
+// programs' info and BTF (capture::CaptureAssembler). The input is a sequence
 // of records, each a little-endian u16 length and that many bytes; what does
 // not parse must be counted, never read past, and what is assembled must be
 // self-consistent.
@@ -13,12 +13,12 @@
 #include <span>
 #include <vector>
 
+#include "capture/capture_records.h"
 #include "fuzz/fuzz_util.h"
-#include "record/capture_records.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace bpfprof;
-  record::CaptureAssembler a;
+  capture::CaptureAssembler a;
   std::span<const std::byte> in(reinterpret_cast<const std::byte*>(data), size);
   while (in.size() >= 2) {
     uint16_t len = 0;
@@ -40,10 +40,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     fuzz::keep(p.func_info.size() + p.line_info.size() + p.jited_line_info.size());
   }
   for (const auto& [id, b] : a.btfs()) fuzz::keep(id + b.data.size());
-  std::vector<record::CapturedLink> links;
+  std::vector<capture::CapturedLink> links;
   std::vector<uint32_t> missed_links;
   a.take_links(links, missed_links);
-  for (const record::CapturedLink& l : links) {
+  for (const capture::CapturedLink& l : links) {
     // Strings stay within their arrays; only BPF_PROG_ATTACH has no link id.
     if (l.prog_id == 0 || l.name.size() > CAPTURE_NAME_MAX || l.category.size() > CAPTURE_CATEGORY_MAX ||
         l.ifname.size() > CAPTURE_IFNAME_MAX || (l.link_id == 0) != l.has(CAPTURE_LINK_PROG_ATTACH)) {

@@ -11,9 +11,9 @@
 #include <fstream>
 #include <string>
 
-#include "testing/capture_records.h"
-#include "testing/perfdata_streams.h"
 #include "perfdata/writer.h"
+#include "testing/capture_record_builder.h"
+#include "testing/perfdata_streams.h"
 #include "testing/subprocess.h"
 
 namespace bpfprof::fuzz {

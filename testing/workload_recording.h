@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "testing/recording.h"
+#include "testing/recording_readback.h"
 #include "testing/subprocess.h"
 
 namespace bpfprof::testing {

@@ -3,12 +3,7 @@
 #include <bpf/btf.h>
 
 #include <algorithm>
-#include <charconv>
-#include <cerrno>
-#include <cstdio>
-#include <cstdlib>
 #include <cstring>
-#include <memory>
 #include <string_view>
 
 #include "bpf/owned_btf.h"
@@ -16,29 +11,6 @@
 
 namespace bpfprof::bpf {
 namespace {
-
-struct FileCloser {
-  void operator()(std::FILE* f) const { std::fclose(f); }
-};
-
-// "ffffffffc0026b20 t bpf_prog_4749fad006b00537_query_main\t[bpf]" -> entry.
-bool parse_bpf_line(std::string_view line, KallsymsEntry& out) {
-  constexpr std::string_view kSuffix = "\t[bpf]";
-  if (line.size() < kSuffix.size() || line.substr(line.size() - kSuffix.size()) != kSuffix) {
-    return false;
-  }
-  line.remove_suffix(kSuffix.size());
-  size_t sp1 = line.find(' ');
-  if (sp1 == std::string_view::npos || sp1 + 3 > line.size() || line[sp1 + 2] != ' ') return false;
-  uint64_t addr = 0;
-  auto [end, ec] = std::from_chars(line.data(), line.data() + sp1, addr, 16);
-  if (ec != std::errc() || end != line.data() + sp1) return false;
-  std::string_view name = line.substr(sp1 + 3);
-  if (name.empty()) return false;
-  out.addr = addr;
-  out.name.assign(name);
-  return true;
-}
 
 // BTF name of the FUNC that func_info[i] points at; empty if unavailable.
 std::string btf_func_name(const ProgInfo& info, const btf* b, size_t i) {
@@ -84,28 +56,6 @@ std::string computed_ksym_name(const ProgInfo& info, const btf* b, size_t i) {
 }
 
 }  // namespace
-
-Result<std::vector<KallsymsEntry>> read_kallsyms_bpf(const std::string& path) {
-  std::unique_ptr<std::FILE, FileCloser> f(std::fopen(path.c_str(), "re"));
-  if (!f) return make_sys_error("opening " + path, errno);
-  std::vector<KallsymsEntry> out;
-  char* buf = nullptr;
-  size_t cap = 0;
-  ssize_t n;
-  errno = 0;
-  while ((n = getline(&buf, &cap, f.get())) >= 0) {
-    std::string_view line(buf, static_cast<size_t>(n));
-    if (!line.empty() && line.back() == '\n') line.remove_suffix(1);
-    KallsymsEntry e;
-    if (parse_bpf_line(line, e)) out.push_back(std::move(e));
-  }
-  int err = std::ferror(f.get()) ? errno : 0;
-  std::free(buf);
-  if (err) return make_sys_error("reading " + path, err);
-  std::stable_sort(out.begin(), out.end(),
-                   [](const KallsymsEntry& a, const KallsymsEntry& b) { return a.addr < b.addr; });
-  return out;
-}
 
 bool ksym_names_covered(const ProgInfo& info, const std::vector<KallsymsEntry>& kallsyms) {
   for (uint64_t addr : info.jited_ksyms) {

@@ -13,6 +13,7 @@
 #include <map>
 
 #include "bpf/query.h"
+#include "host/kernel_maps.h"
 #include "testing/bpf_programs.h"
 
 namespace bpfprof::bpf {
@@ -125,9 +126,9 @@ void expect_names_match(int fd, const std::multimap<uint64_t, std::string>& ksym
                         const char* what) {
   auto computed = read_prog_info(fd, {}, nullptr);
   ASSERT_TRUE(computed.ok()) << computed.error().to_string();
-  auto kallsyms = read_kallsyms_bpf();
+  auto kallsyms = host::read_kallsyms();  // as the recorder reads it
   ASSERT_TRUE(kallsyms.ok()) << kallsyms.error().to_string();
-  auto from_kallsyms = read_prog_info(fd, *kallsyms, nullptr);
+  auto from_kallsyms = read_prog_info(fd, kallsyms->bpf, nullptr);
   ASSERT_TRUE(from_kallsyms.ok()) << from_kallsyms.error().to_string();
   ProgInfo with_btf = *computed;  // resolve directly from a BTF blob we pass in
   if (with_btf.info.btf_id != 0) {
@@ -143,7 +144,7 @@ void expect_names_match(int fd, const std::multimap<uint64_t, std::string>& ksym
             << " btf_id " << p.info.btf_id << "\n";
   for (size_t i = 0; i < p.jited_ksyms.size(); ++i) {
     uint64_t addr = p.jited_ksyms[i];
-    std::vector<std::string> in_kallsyms = names_at(*kallsyms, addr);
+    std::vector<std::string> in_kallsyms = names_at(kallsyms->bpf, addr);
     std::vector<std::string> in_ksymbol = names_at(ksymbols, addr);
     std::cout << "  func " << i << " prog_tag " << tag_hex(p.prog_tags.at(i)) << " computed "
               << p.ksym_names[i] << "\n";

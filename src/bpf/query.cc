@@ -13,6 +13,10 @@
 #include <type_traits>
 #include <string>
 
+#include <fmt/format.h>
+
+#include "base/text_file.h"
+
 namespace bpfprof::bpf {
 namespace {
 
@@ -256,6 +260,15 @@ Result<BtfBlob> read_btf(uint32_t btf_id, ReadBuffers& buffers) {
     buf.resize(info.btf_size);
   }
   return make_error(Errc::kInternal, who + " changed size between two reads");
+}
+
+Error explain_bpf_error(Error error) {
+  if (error.code != Errc::kPermission) return error;
+  std::string disabled = sysctl_value("/proc/sys/kernel/unprivileged_bpf_disabled");
+  error.message = fmt::format("{} \u2014 needs CAP_BPF and CAP_PERFMON (or root); "
+                              "kernel.unprivileged_bpf_disabled = {}",
+                              error.message, disabled);
+  return error;
 }
 
 }  // namespace bpfprof::bpf

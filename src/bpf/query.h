@@ -67,24 +67,12 @@ struct RunStats {
 // Turns the kernel's run statistics on; they stay on while the fd is open.
 // They cost about 20 ns per program run, system-wide.
 Result<UniqueFd> enable_run_stats();
+
+// Turns a bpf() refusal (enumerating programs, reading their info, turning
+// statistics on) into one line naming what is missing.
+Error explain_bpf_error(Error error);
 // The scalar part of bpf_prog_info only (no arrays: one cheap call).
 Result<RunStats> read_run_stats(int prog_fd);
-
-// Whether this kernel lets us load a tracing (fentry) program: what an
-// in-kernel enricher on the unload path would need. Loads a two-instruction
-// fentry program on bpf_prog_free_id (the unload path, before the program is
-// freed) and closes it at once, never attached. Returns 0 when allowed, else
-// the errno of the refusal (EPERM where lockdown or an LSM forbids tracing;
-// ENOENT without kernel BTF).
-// Asks first with no target (no BTF parse), which settles a refusal (EPERM).
-int probe_fentry();
-// The probe itself: looks up bpf_prog_free_id in vmlinux BTF, then loads.
-// probe_fentry() answers the same, without the lookup where refused.
-int probe_fentry_with_btf();
-
-// Every [bpf] entry of /proc/kallsyms, sorted by address. Addresses are 0 when
-// kptr_restrict hides them (the caller then falls back to computed names).
-Result<std::vector<KallsymsEntry>> read_kallsyms_bpf(const std::string& path = "/proc/kallsyms");
 
 // Fills info.ksym_names: the kallsyms name at each jited_ksyms address where
 // present, else the kernel's rule (kallsyms.cc): ksym_name(info.tag for

@@ -243,13 +243,5 @@ TEST(QueryErrors, ReadProgInfoOnBadFd) {
   EXPECT_NE(info.error().message.find("bpf_obj_get_info_by_fd"), std::string::npos);
 }
 
-// The shortcut (a load with no target first) must not change the answer.
-TEST(ProbeFentry, SameAnswerAsTheBtfLookup) {
-  if (::geteuid() != 0) GTEST_SKIP() << "loading BPF programs needs root";
-  const int with_btf = probe_fentry_with_btf();
-  EXPECT_EQ(probe_fentry(), with_btf) << "with the BTF lookup: " << std::strerror(with_btf);
-  EXPECT_NE(with_btf, EINVAL) << "the real probe names a valid target";
-}
-
 }  // namespace
 }  // namespace bpfprof::bpf

@@ -12,8 +12,9 @@
 #include <cerrno>
 #include <charconv>
 #include <ctime>
-#include <fstream>
 #include <sstream>
+
+#include "base/text_file.h"
 
 namespace bpfprof::perf {
 namespace {
@@ -106,12 +107,9 @@ Status set_output(int fd, int target_fd) {
 
 Result<std::vector<int>> online_cpus() {
   static constexpr const char* kPath = "/sys/devices/system/cpu/online";
-  std::ifstream in(kPath);
-  std::string line;
-  if (!in || !std::getline(in, line)) {
-    return make_error(Errc::kIo, std::string("reading ") + kPath + " failed");
-  }
-  auto cpus = parse_cpu_list(line);
+  auto text = read_text_file(kPath);
+  if (!text.ok()) return std::move(text).error();
+  auto cpus = parse_cpu_list(text->substr(0, text->find('\n')));
   if (!cpus.ok()) return std::move(cpus).error().with_context(kPath);
   return cpus;
 }

@@ -10,17 +10,12 @@
 
 #include <gtest/gtest.h>
 
+#include "base/clock.h"
 #include "perf/records.h"
 #include "perf/ring_buffer.h"
 
 namespace bpfprof::perf {
 namespace {
-
-uint64_t monotonic_ns() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
 
 // Real kernel: a dummy event on this thread reports our own rename as COMM.
 TEST(EventOpenKernelTest, CommRecordThroughRingBuffer) {

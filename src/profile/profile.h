@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "base/string_pool.h"
-#include "symbols/symbolizer.h"
+#include "symbols/frame_kind.h"
 
 namespace bpfprof::profile {
 
@@ -115,7 +115,6 @@ class Profile {
   const Frame& frame(FrameId id) const { return *frames_[id]; }
   size_t frame_count() const { return frames_.size(); }
   std::span<const FrameId> stack(StackId id) const { return *stacks_[id]; }
-  size_t stack_count() const { return stacks_.size(); }
   // The leaf frame of a stack; nullptr for an empty stack.
   const Frame* leaf(StackId id) const;
 

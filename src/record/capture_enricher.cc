@@ -5,7 +5,7 @@
 
 namespace bpfprof::record {
 
-CaptureEnricher::CaptureEnricher(std::unique_ptr<Capture> capture,
+CaptureEnricher::CaptureEnricher(std::unique_ptr<capture::Capture> capture,
                                  const perf::SampleLayout& sideband_layout)
     : capture_(std::move(capture)), layout_(sideband_layout) {
   stats_.in_kernel = true;
@@ -97,13 +97,13 @@ void CaptureEnricher::take_learned(std::vector<bpf::ProgInfo>& infos,
   learned_.clear();
 }
 
-void CaptureEnricher::set_attach_context(std::optional<Cgroup2Mount> cgroup2,
+void CaptureEnricher::set_attach_context(std::optional<host::Cgroup2Mount> cgroup2,
                                          std::map<uint64_t, std::string> cgroup_paths) {
-  namer_ = std::make_unique<CapturedAttachNamer>(std::move(cgroup2), std::move(cgroup_paths));
+  namer_ = std::make_unique<host::CapturedAttachNamer>(std::move(cgroup2), std::move(cgroup_paths));
 }
 
 void CaptureEnricher::take_attach(std::vector<perfdata::AttachEntry>& out) {
-  std::vector<CapturedLink> links;
+  std::vector<capture::CapturedLink> links;
   std::vector<uint32_t> missed;
   capture_->take_links(links, missed);
   if (links.empty() && missed.empty()) return;
@@ -116,7 +116,7 @@ void CaptureEnricher::stop() {
   stopped_ = true;
   capture_->stop();
   resolve(true);
-  const CaptureCounters c = capture_->counters();
+  const capture::CaptureCounters c = capture_->counters();
   stats_.capture_lost = c.lost_records;
   stats_.errors += capture_->bad_records() + c.read_errors;
   std::sort(stats_.programs.begin(), stats_.programs.end(),

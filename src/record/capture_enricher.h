@@ -17,11 +17,11 @@
 
 #include "base/error.h"
 #include "bpf/query.h"
+#include "capture/capture.h"
+#include "host/attach_points.h"
 #include "perf/records.h"
 #include "perf/ring_buffer.h"
 #include "perfdata/attach_feature.h"
-#include "record/attach_points.h"
-#include "record/capture.h"
 #include "record/enricher.h"
 
 namespace bpfprof::record {
@@ -35,7 +35,7 @@ inline constexpr uint64_t kCaptureGraceNs = 100'000'000;
 
 class CaptureEnricher {
  public:
-  CaptureEnricher(std::unique_ptr<Capture> capture, const perf::SampleLayout& sideband_layout);
+  CaptureEnricher(std::unique_ptr<capture::Capture> capture, const perf::SampleLayout& sideband_layout);
 
   // Before a pass copies `ring`: notes its PROG_LOADs.
   void saw_sideband(perf::RingBuffer& ring);
@@ -45,7 +45,7 @@ class CaptureEnricher {
   // After the last pass: detaches the capture, drains it, and enriches by id
   // every load still unreported. Idempotent.
   void stop();
-  // Readable when the capture wants a drain now (see Capture::wake_fd).
+  // Readable when the capture wants a drain now (see capture::Capture::wake_fd).
   int wake_fd() const { return capture_->wake_fd(); }
 
   // Copies of the infos (and their BTF, each blob once) of the programs
@@ -54,7 +54,7 @@ class CaptureEnricher {
 
   // What names the links the capture sees created: the cgroup hierarchy
   // and the cgroups the start listing found (before the first pass).
-  void set_attach_context(std::optional<Cgroup2Mount> cgroup2,
+  void set_attach_context(std::optional<host::Cgroup2Mount> cgroup2,
                           std::map<uint64_t, std::string> cgroup_paths);
   // The links and attachments the capture saw since the last call, named
   // (source kCaptured, or kById where the capture could not name or send one).
@@ -77,14 +77,14 @@ class CaptureEnricher {
   void resolve(bool final);
   void enrich_by_id(uint32_t id, uint64_t load_ns);
 
-  std::unique_ptr<Capture> capture_;
+  std::unique_ptr<capture::Capture> capture_;
   perf::SampleLayout layout_;
   std::map<uint32_t, uint64_t> pending_;  // PROG_LOAD id -> its time, not yet reported
   std::unordered_set<uint32_t> btf_read_;  // BTF ids read by id
   std::vector<uint32_t> learned_;          // programs with an info, not yet taken
   std::unordered_set<uint32_t> btf_taken_;  // BTF ids handed out by take_learned
   bpf::ReadBuffers buffers_;
-  std::unique_ptr<CapturedAttachNamer> namer_;
+  std::unique_ptr<host::CapturedAttachNamer> namer_;
   EnrichmentStats stats_;
   bool stopped_ = false;
 };

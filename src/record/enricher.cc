@@ -22,12 +22,6 @@ namespace bpfprof::record {
 
 using perfdata::EnricherSched;
 
-uint64_t monotonic_ns() {
-  timespec ts{};
-  ::clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000u + static_cast<uint64_t>(ts.tv_nsec);
-}
-
 size_t EnrichmentStats::gone() const {
   return std::count_if(programs.begin(), programs.end(), [](const auto& p) { return p.gone; });
 }

@@ -21,13 +21,14 @@
 #include <thread>
 #include <vector>
 
+#include "base/clock.h"
 #include "base/error.h"
 #include "base/unique_fd.h"
 #include "bpf/prog_info.h"
 #include "perf/records.h"
 #include "perfdata/enrichment_feature.h"
 #include "record/event_set.h"
-#include "record/run_stats.h"
+#include "record/run_stats_table.h"
 
 namespace bpfprof::record {
 
@@ -128,7 +129,5 @@ class Enricher {
 perfdata::EnrichmentSection enrichment_section(const EnrichmentStats& stats,
                                                const std::vector<uint32_t>& synthesized,
                                                const std::set<uint32_t>& stored);
-
-uint64_t monotonic_ns();
 
 }  // namespace bpfprof::record

@@ -15,8 +15,8 @@
 #include <gtest/gtest.h>
 
 #include "perfdata/reader.h"
-#include "record/capture_kernel_test.h"
 #include "record/recorder.h"
+#include "testing/capture_kernel.h"
 #include "testing/subprocess.h"
 
 namespace bpfprof::record {
@@ -50,7 +50,7 @@ struct Program {
   }
 };
 
-using capture_test::record_while;
+using testing::capture_kernel::record_while;
 
 // Loads a Program and runs it 1000 times twice, each time outliving a poll
 // (100 ms) so the last value covers the runs; its id (0 if it did not load).

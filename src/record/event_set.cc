@@ -1,25 +1,19 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "record/event_set.h"
 
+#include <unistd.h>
+
 #include <cerrno>
 #include <cstring>
 #include <string>
 
 #include <fmt/format.h>
 
+#include "base/text_file.h"
 #include "perf/event_open.h"
-#include "record/kernel_maps.h"
 
 namespace bpfprof::record {
 namespace {
-
-std::string sysctl_value(const std::string& path) {
-  auto text = read_text_file(path);
-  if (!text.ok()) return "?";
-  std::string v = *text;
-  while (!v.empty() && (v.back() == '\n' || v.back() == ' ')) v.pop_back();
-  return v;
-}
 
 Result<UniqueFd> open_one(const perf_event_attr& attr, pid_t pid, int cpu, bool cpu_wide) {
   auto fd = perf::open_event(attr, pid, cpu);
@@ -33,7 +27,35 @@ Result<UniqueFd> open_one(const perf_event_attr& attr, pid_t pid, int cpu, bool 
   return fd;
 }
 
+// No PMU (VMs) shows as one of these errnos.
+bool no_pmu(const Error& e) {
+  return e.sys_errno == ENOENT || e.sys_errno == ENODEV || e.sys_errno == EOPNOTSUPP ||
+         e.sys_errno == ENXIO;
+}
+
 }  // namespace
+
+Result<OpenedEvents> open_events(EventRequest r,
+                                 const std::function<void(std::string_view)>& notice) {
+  const auto page = static_cast<uint32_t>(::sysconf(_SC_PAGESIZE));
+  // Wake at a quarter full: a pass per wake-up, far from overflowing.
+  r.sampling.wakeup_watermark = r.set.sampling_pages * page / 4;
+  r.sideband.wakeup_watermark = r.set.sideband_pages * page / 4;
+  auto make_attrs = [&r] {
+    r.set.sampling = perf::make_sampling_attr(r.sampling);
+    r.set.sideband = perf::make_sideband_attr(r.sideband, r.set.sampling.sample_type);
+  };
+  make_attrs();
+  auto events = EventSet::open(r.set);
+  if (!events.ok() && r.fall_back && no_pmu(events.error())) {
+    if (notice) notice("no hardware PMU, sampling cpu-clock");
+    BPFPROF_ASSIGN_OR_RETURN(r.sampling.event, perf::parse_event("cpu-clock"));
+    make_attrs();
+    events = EventSet::open(r.set);
+  }
+  if (!events.ok()) return std::move(events).error();
+  return OpenedEvents{std::move(events).value(), r.sampling.event, r.set.sampling, r.set.sideband};
+}
 
 Error explain_perf_open_error(Error error, bool cpu_wide) {
   if (error.code != Errc::kPermission) return error;
@@ -48,15 +70,6 @@ Error explain_perf_open_error(Error error, bool cpu_wide) {
                               cpu_wide ? ": BPF program loads and unloads are followed on every "
                                          "CPU, whatever is sampled"
                                        : "");
-  return error;
-}
-
-Error explain_bpf_error(Error error) {
-  if (error.code != Errc::kPermission) return error;
-  std::string disabled = sysctl_value("/proc/sys/kernel/unprivileged_bpf_disabled");
-  error.message = fmt::format("{} \u2014 needs CAP_BPF and CAP_PERFMON (or root); "
-                              "kernel.unprivileged_bpf_disabled = {}",
-                              error.message, disabled);
   return error;
 }
 

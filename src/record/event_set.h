@@ -8,11 +8,14 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <functional>
+#include <string_view>
 #include <vector>
 
 #include "base/error.h"
 #include "base/unique_fd.h"
 #include "perf/abi.h"
+#include "perf/event_open.h"
 #include "perf/ring_buffer.h"
 
 namespace bpfprof::record {
@@ -65,10 +68,33 @@ class EventSet {
   std::vector<uint64_t> sampling_ids_, sideband_ids_;
 };
 
+// What to sample and on which CPUs and tasks: record's options and top's
+// alike (open_events makes the attrs and the wake-ups).
+struct EventRequest {
+  perf::SamplingConfig sampling;  // its event: the one asked for
+  // No hardware PMU (a VM): sample cpu-clock instead, and say so. Off when
+  // the user named the event.
+  bool fall_back = true;
+  perf::SidebandConfig sideband;
+  EventSet::Config set;  // CPUs, tasks and pages; its attrs are made here
+};
+
+// The events open: the set, the event sampled and the attrs the file lists.
+struct OpenedEvents {
+  EventSet events;
+  perf::EventSpec spec;
+  perf_event_attr sampling{};
+  perf_event_attr sideband{};
+};
+
+// Opens the sampling and side-band events of `request` on every CPU, each
+// ring waking its reader at a quarter full. `notice` hears of a PMU
+// fallback (may be empty).
+Result<OpenedEvents> open_events(EventRequest request,
+                                 const std::function<void(std::string_view)>& notice);
+
 // Turns a perf_event_open refusal into one line naming what is missing;
 // `cpu_wide`: the refused event watches a whole CPU (pid -1).
 Error explain_perf_open_error(Error error, bool cpu_wide);
-// Same for the bpf() syscall (enumerating programs, reading their info).
-Error explain_bpf_error(Error error);
 
 }  // namespace bpfprof::record

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "capture/capture_config.h"
 #include "perfdata/enrichment_feature.h"
 
 namespace bpfprof::record {
@@ -19,7 +20,7 @@ namespace bpfprof::record {
 inline constexpr uint32_t kDefaultMmapPages = 1024;     // 4 MiB per CPU, as perf
 inline constexpr uint32_t kDefaultSidebandPages = 128;  // side-band ring per CPU
 inline constexpr uint64_t kDefaultFrequency = 4000;     // perf's default -F
-inline constexpr uint32_t kDefaultCaptureRingBytes = 4u << 20;  // the capture's BPF ring
+inline constexpr uint32_t kDefaultCaptureRingBytes = capture::kDefaultRingBytes;
 
 // How programs loaded during the recording are enriched (--enrich).
 enum class EnrichMode {

@@ -5,26 +5,21 @@
 #include <string>
 #include <tuple>
 
-#include "record/attach_points.h"
-#include "record/owners.h"
+#include "host/attach_points.h"
 
 namespace bpfprof::record {
 
 Result<ProgramSections> ProgramSections::start(perfdata::FileWriter& writer,
-                                               const std::vector<uint32_t>& synthesized,
-                                               std::optional<Cgroup2Mount> cgroup2,
+                                               host::ProgramPlaces places,
+                                               std::optional<host::Cgroup2Mount> cgroup2,
                                                CaptureEnricher* in_kernel,
                                                const RecordSink& sink) {
   ProgramSections s(writer, in_kernel);
   s.cgroup2_ = std::move(cgroup2);
-  // Who holds the programs that were there before us, and in which cgroups
-  // (those loaded from now on name their loader in their BPF_EVENT, the
-  // capture its cgroup).
-  s.owners_ = scan_program_owners(synthesized, s.cgroup2_);
+  s.owners_ = std::move(places.owners);
   BPFPROF_TRY(
       writer.append_in_stream(perfdata::kFeatBpfprofOwners, perfdata::encode_owners(s.owners_)));
-  // Where every program is attached (links, cgroups, interfaces), named now.
-  AttachScan scan = scan_attach_points(s.cgroup2_, perfdata::AttachEntry::kAtStart, 0);
+  host::AttachScan& scan = places.attach;
   if (scan.failed && sink.notice) sink.notice("BPF links not listed: " + scan.failed->to_string());
   s.attach_.entries = std::move(scan.entries);
   BPFPROF_TRY(
@@ -68,7 +63,7 @@ Result<bool> ProgramSections::relist_tc(uint64_t now_ns) {
   if (tc_watch_.empty()) return false;
   tc_listed_ns_ = now_ns;
   std::vector<perfdata::AttachEntry> added;
-  for (perfdata::AttachEntry& e : scan_tc_filters(perfdata::AttachEntry::kListed, now_ns)) {
+  for (perfdata::AttachEntry& e : host::scan_tc_filters(perfdata::AttachEntry::kListed, now_ns)) {
     if (known.emplace(e.prog_id, e.point).second) added.push_back(std::move(e));
   }
   const bool found = !added.empty();
@@ -91,7 +86,7 @@ Status ProgramSections::list_at_end() {
     in_kernel_->take_loader_cgroups(loaders);
     keep(add_loaders(std::move(loaders)));
   }
-  AttachScan end = scan_attach_points(cgroup2_, perfdata::AttachEntry::kAtEnd, monotonic_ns());
+  host::AttachScan end = host::scan_attach_points(cgroup2_, perfdata::AttachEntry::kAtEnd, monotonic_ns());
   std::set<std::tuple<uint32_t, uint32_t, std::string>> known;
   for (const perfdata::AttachEntry& e : attach_.entries) {
     known.emplace(e.prog_id, e.link_id, e.point);
@@ -109,7 +104,7 @@ Status ProgramSections::name_unlinked(const std::vector<bpf::ProgInfo>& at_start
                                       const std::vector<EnrichedProgram>& programs) {
   std::map<uint32_t, uint64_t> loaded;
   for (const EnrichedProgram& p : programs) loaded[p.id] = p.load_time_ns;
-  std::vector<KnownProgram> known;
+  std::vector<host::KnownProgram> known;
   for (const bpf::ProgInfo& p : at_start) {
     known.push_back({p.info.id, p.info.type, perfdata::AttachEntry::kAtStart, 0});
   }
@@ -118,7 +113,7 @@ Status ProgramSections::name_unlinked(const std::vector<bpf::ProgInfo>& at_start
   for (const auto& [id, p] : during) known.push_back({id, p.info.type, source, loaded[id]});
   static const std::map<uint32_t, uint64_t> kNoTestRuns;
   return add_attach(
-      program_points(attach_.entries, known, in_kernel_ ? in_kernel_->test_runs() : kNoTestRuns));
+      host::program_points(attach_.entries, known, in_kernel_ ? in_kernel_->test_runs() : kNoTestRuns));
 }
 
 void ProgramSections::move_into(perfdata::Features& features) {

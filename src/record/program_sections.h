@@ -14,25 +14,25 @@
 #include <vector>
 
 #include "bpf/prog_info.h"
+#include "host/snapshot.h"
+#include "host/synthesize.h"
 #include "perfdata/attach_feature.h"
 #include "perfdata/owners_feature.h"
 #include "perfdata/writer.h"
 #include "record/capture_enricher.h"
 #include "record/enricher.h"
 #include "record/recorder.h"
-#include "record/synthesize.h"
 
 namespace bpfprof::record {
 
 class ProgramSections {
  public:
-  // Lists who holds the programs `synthesized` (those there before us) and
-  // where every program is attached now, and writes both into the data.
-  // `cgroup2` is the cgroup v2 hierarchy, if mounted; `in_kernel` (may be
-  // null) gets the names of the cgroups seen.
-  static Result<ProgramSections> start(perfdata::FileWriter& writer,
-                                       const std::vector<uint32_t>& synthesized,
-                                       std::optional<Cgroup2Mount> cgroup2,
+  // Writes who holds the programs there before us and where every program
+  // is attached (`places`, listed at start) into the data. `cgroup2` is the
+  // cgroup v2 hierarchy, if mounted; `in_kernel` (may be null) gets the
+  // names of the cgroups seen.
+  static Result<ProgramSections> start(perfdata::FileWriter& writer, host::ProgramPlaces places,
+                                       std::optional<host::Cgroup2Mount> cgroup2,
                                        CaptureEnricher* in_kernel, const RecordSink& sink);
 
   // What the capture learned in a pass: into the data, and kept. A writer
@@ -74,7 +74,7 @@ class ProgramSections {
 
   perfdata::FileWriter* writer_;
   CaptureEnricher* in_kernel_;
-  std::optional<Cgroup2Mount> cgroup2_;
+  std::optional<host::Cgroup2Mount> cgroup2_;
   perfdata::OwnersSection owners_;
   perfdata::AttachSection attach_;
   std::map<uint32_t, uint64_t> tc_watch_;  // tc-type program id -> when seen loaded

@@ -23,17 +23,9 @@
 #include "perf/records.h"
 #include "perfdata/features.h"
 #include "perfdata/kallsyms_table.h"
+#include "symbols/frame_kind.h"
 
 namespace bpfprof::symbols {
-
-enum class FrameKind : uint8_t {
-  kBpf,      // JIT'd BPF program function (KSYMBOL type BPF, not a trampoline)
-  kBpfImage, // BPF trampoline / dispatcher
-  kKernel,   // kernel text
-  kModule,   // kernel module text
-  kUser,     // user space (ELF symbol)
-  kUnknown,
-};
 
 // Why a frame has no symbol; counted in diagnostics (unknown_frames_diag).
 enum class Unknown : uint8_t {

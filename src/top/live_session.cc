@@ -1,32 +1,20 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "top/live_session.h"
 
-#include <time.h>
-#include <unistd.h>
-
-#include <cerrno>
 #include <chrono>
 #include <map>
 #include <set>
 #include <utility>
 
 #include "analysis/aggregate.h"
+#include "base/clock.h"
 #include "bpf/query.h"
+#include "host/snapshot.h"
 #include "perf/event_open.h"
-#include "record/attach_points.h"
-#include "record/kernel_maps.h"
-#include "record/owners.h"
-#include "record/synthesize.h"
 #include "symbols/symbolizer.h"
 
 namespace bpfprof::top {
 namespace {
-
-uint64_t monotonic_now_ns() {
-  timespec ts{};
-  ::clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
 
 double ms_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
@@ -37,31 +25,19 @@ double ms_since(std::chrono::steady_clock::time_point t0) {
 // program attached again).
 constexpr uint64_t kAttachRescanNs = 10'000'000'000;
 
-// As record: no PMU (VMs) shows as one of these errnos, and cpu-clock is the fallback.
-bool no_pmu(const Error& e) {
-  return e.sys_errno == ENOENT || e.sys_errno == ENODEV || e.sys_errno == EOPNOTSUPP ||
-         e.sys_errno == ENXIO;
-}
-
-record::EventSet::Config make_config(const LiveOptions& o, const perf::EventSpec& spec,
-                                     const std::vector<int>& cpus, const std::vector<int>& online) {
-  const auto page = static_cast<uint32_t>(::sysconf(_SC_PAGESIZE));
-  perf::SamplingConfig sc;
-  sc.event = spec;
-  sc.freq = o.frequency;
-  // Leaf frames only: top names the code that runs, not who called it.
-  sc.callchain = false;
-  sc.wakeup_watermark = o.sampling_pages * page / 4;
-  perf::SidebandConfig sb;
-  sb.wakeup_watermark = o.sideband_pages * page / 4;
-  record::EventSet::Config c;
-  c.sampling = perf::make_sampling_attr(sc);
-  c.sideband = perf::make_sideband_attr(sb, c.sampling.sample_type);
-  c.cpus = cpus;
-  c.sideband_cpus = online;
-  c.sampling_pages = o.sampling_pages;
-  c.sideband_pages = o.sideband_pages;
-  return c;
+// What top samples: leaf frames only (top names the code that runs, not who
+// called it), at its frequency, with the fallback record has.
+record::EventRequest event_request(const LiveOptions& o, const perf::EventSpec& spec,
+                                   const std::vector<int>& online) {
+  record::EventRequest r;
+  r.sampling.event = spec;
+  r.sampling.freq = o.frequency;
+  r.sampling.callchain = false;
+  r.set.cpus = o.cpus.empty() ? online : o.cpus;
+  r.set.sideband_cpus = online;
+  r.set.sampling_pages = o.sampling_pages;
+  r.set.sideband_pages = o.sideband_pages;
+  return r;
 }
 
 }  // namespace
@@ -70,23 +46,15 @@ LiveSession::~LiveSession() { events_.disable_all(); }
 
 Result<std::unique_ptr<LiveSession>> LiveSession::open(const LiveOptions& o, const Notice& notice) {
   BPFPROF_ASSIGN_OR_RETURN(const std::vector<int> online, perf::online_cpus());
-  const std::vector<int> cpus = o.cpus.empty() ? online : o.cpus;
   std::unique_ptr<LiveSession> s(new LiveSession());
   s->frequency_ = o.frequency;
 
   BPFPROF_ASSIGN_OR_RETURN(perf::EventSpec spec, perf::parse_event("cycles"));
-  record::EventSet::Config config = make_config(o, spec, cpus, online);
-  auto events = record::EventSet::open(config);
-  if (!events.ok() && no_pmu(events.error())) {
-    if (notice) notice("no hardware PMU, sampling cpu-clock");
-    BPFPROF_ASSIGN_OR_RETURN(spec, perf::parse_event("cpu-clock"));
-    config = make_config(o, spec, cpus, online);
-    events = record::EventSet::open(config);
-  }
-  if (!events.ok()) return std::move(events).error();
-  s->events_ = std::move(events).value();
-  s->event_name_ = spec.name;
-  BPFPROF_ASSIGN_OR_RETURN(perf::SampleLayout layout, perf::SampleLayout::from_attr(config.sampling));
+  BPFPROF_ASSIGN_OR_RETURN(record::OpenedEvents events,
+                           record::open_events(event_request(o, spec, online), notice));
+  s->events_ = std::move(events.events);
+  s->event_name_ = events.spec.name;
+  BPFPROF_ASSIGN_OR_RETURN(perf::SampleLayout layout, perf::SampleLayout::from_attr(events.sampling));
   s->layout_ = std::make_unique<perf::SampleLayout>(layout);
   BPFPROF_TRY(s->events_.enable_sideband());
 
@@ -107,45 +75,42 @@ Result<std::unique_ptr<LiveSession>> LiveSession::open(const LiveOptions& o, con
     s->baseline_ = s->read_runs(ids);
   }
   BPFPROF_TRY(s->events_.enable_sampling());
-  s->interval_start_ns_ = monotonic_now_ns();
+  s->interval_start_ns_ = monotonic_ns();
   return s;
 }
 
 Status LiveSession::synthesize(const Notice& notice) {
-  record::SynthBuffer synth(layout_->id_hdr_size());
-  auto kallsyms = record::read_kallsyms();
-  if (!kallsyms.ok()) kallsyms = record::KallsymsScan{kallsyms.error(), {}, {}};
-  if (auto st = record::synthesize_kernel(synth, kallsyms->text); !st.ok() && notice) {
-    notice("no kernel map: " + st.error().to_string());
+  // The host as record sees it at start (host::Snapshot), kept in memory.
+  host::Snapshot snapshot = host::take_snapshot();
+  if (!snapshot.kallsyms.text_symbols.empty()) {
+    features_.kallsyms = std::move(snapshot.kallsyms.text_symbols);
   }
-  if (!kallsyms->text_symbols.empty()) features_.kallsyms = std::move(kallsyms->text_symbols);
   auto live_ids = [this] {
     std::set<uint32_t> ids;
     for (record::CpuRing& r : events_.sideband_rings()) {
-      record::collect_prog_load_ids(r.ring.peek(), ids);
+      host::collect_prog_load_ids(r.ring.peek(), ids);
     }
     return ids;
   };
-  BPFPROF_ASSIGN_OR_RETURN(record::BpfSynthesis bpf,
-                           record::synthesize_bpf(synth, kallsyms->bpf, live_ids));
-  features_.bpf_prog_info = std::move(bpf.infos);
-  // Who holds the programs loaded before top started (programs loaded later
-  // are owned by their loader, from their BPF_EVENT).
-  features_.owners = record::scan_program_owners(bpf.synthesized, std::nullopt);
-  // Where every program is attached, named as record names it.
-  if (auto mountinfo = record::read_text_file("/proc/self/mountinfo"); mountinfo.ok()) {
-    cgroup2_ = record::find_cgroup2_mount(*mountinfo);
-  }
-  features_.attach.emplace();
-  scan_attach(monotonic_now_ns());
-  auto flush = [&]() -> Status {
-    sideband_.insert(sideband_.end(), synth.bytes().begin(), synth.bytes().end());
-    synth.clear();
+  auto keep = [this](std::span<const std::byte> b) -> Status {
+    sideband_.insert(sideband_.end(), b.begin(), b.end());
     return ok_status();
   };
-  BPFPROF_TRY(flush());
-  BPFPROF_TRY(record::synthesize_threads(synth, flush));
-  BPFPROF_TRY(flush());
+  host::InitialStateOptions initial;
+  initial.trailer = layout_->id_hdr_size();
+  BPFPROF_ASSIGN_OR_RETURN(host::BpfSynthesis bpf,
+                           host::write_initial_state(snapshot, initial, live_ids, keep, notice));
+  features_.bpf_prog_info = std::move(bpf.infos);
+  // Who holds the programs loaded before top started (programs loaded later
+  // are owned by their loader, from their BPF_EVENT), and where every
+  // program is attached, named as record names it.
+  const uint64_t now = monotonic_ns();
+  host::ProgramPlaces places =
+      host::list_program_places(snapshot, bpf.synthesized, perfdata::AttachEntry::kAtEnd, now);
+  features_.owners = std::move(places.owners);
+  cgroup2_ = snapshot.cgroup2;
+  features_.attach.emplace();
+  keep_attach(std::move(places.attach), now);
   for (size_t off = 0; off < sideband_.size();) {
     BPFPROF_ASSIGN_OR_RETURN(perf::RecordView r, perf::record_at(sideband_, off));
     off += r.header.size;
@@ -156,8 +121,10 @@ Status LiveSession::synthesize(const Notice& notice) {
 
 void LiveSession::scan_attach(uint64_t now_ns) {
   // A failed link listing leaves the other points (cgroups, interfaces).
-  record::AttachScan scan =
-      record::scan_attach_points(cgroup2_, perfdata::AttachEntry::kAtEnd, now_ns);
+  keep_attach(host::scan_attach_points(cgroup2_, perfdata::AttachEntry::kAtEnd, now_ns), now_ns);
+}
+
+void LiveSession::keep_attach(host::AttachScan scan, uint64_t now_ns) {
   for (perfdata::AttachEntry& e : scan.entries) {
     if (attach_known_.emplace(e.prog_id, e.link_id, e.point).second) {
       features_.attach->entries.push_back(std::move(e));
@@ -218,7 +185,7 @@ std::vector<RunReading> LiveSession::read_runs(const std::vector<uint32_t>& ids)
 
 Result<Interval> LiveSession::end_interval() {
   BPFPROF_TRY(drain());
-  const uint64_t start = interval_start_ns_, end = monotonic_now_ns();
+  const uint64_t start = interval_start_ns_, end = monotonic_ns();
   const perf::SampleLayout& layout = *layout_;
 
   auto t0 = std::chrono::steady_clock::now();
@@ -266,7 +233,7 @@ Result<Interval> LiveSession::end_interval() {
   for (const symbols::BpfProgram& p : programs) rescan = rescan || p.load_time > attach_scanned_ns_;
   if (rescan) {
     t0 = std::chrono::steady_clock::now();
-    scan_attach(monotonic_now_ns());
+    scan_attach(monotonic_ns());
     cost_.attach_scan_ms = ms_since(t0);
   }
   const analysis::AttachIndex attach = analysis::attach_index(features_);

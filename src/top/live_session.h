@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // LiveSession: `record` without a file. It opens the same per-CPU sampling
-// and side-band events (record::EventSet), synthesizes the state before it
-// started (record's synthesis) into memory, and keeps every side-band record
-// it drains, so that at the end of each interval a symbols::Symbolizer built
+// and side-band events with the same PMU fallback (record::open_events),
+// writes the host's state before it started (host::Snapshot, as record
+// does) into memory, and keeps every side-band record it drains, so that at the end of each interval a symbols::Symbolizer built
 // from them names the interval's samples exactly as a report of the same
 // stream would — including programs that loaded and unloaded in between.
 #pragma once
@@ -20,10 +20,11 @@
 
 #include "base/error.h"
 #include "base/unique_fd.h"
+#include "host/attach_points.h"
+#include "host/synthesize.h"
 #include "perf/records.h"
 #include "perfdata/features.h"
 #include "record/event_set.h"
-#include "record/synthesize.h"
 #include "top/model.h"
 
 namespace bpfprof::top {
@@ -82,6 +83,7 @@ class LiveSession {
   // Lists where programs are attached now (as record does at start and end)
   // and keeps the points not seen before in features_.attach.
   void scan_attach(uint64_t now_ns);
+  void keep_attach(host::AttachScan scan, uint64_t now_ns);
 
   record::EventSet events_;
   std::unique_ptr<perf::SampleLayout> layout_;
@@ -91,7 +93,7 @@ class LiveSession {
   UniqueFd stats_fd_;
   std::string run_stats_note_;
   std::vector<RunReading> baseline_;
-  std::optional<record::Cgroup2Mount> cgroup2_;
+  std::optional<host::Cgroup2Mount> cgroup2_;
   std::set<std::tuple<uint32_t, uint32_t, std::string>> attach_known_;  // prog, link, point
   uint64_t attach_scanned_ns_ = 0;
 

@@ -18,8 +18,8 @@
 
 #include "perf/abi.h"
 #include "perfdata/reader.h"
+#include "testing/recording_readback.h"
 #include "testing/subprocess.h"
-#include "testing/recording.h"
 #include "testing/workload_recording.h"
 
 namespace bpfprof::testing {

@@ -10,8 +10,8 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "testing/recording_readback.h"
 #include "testing/subprocess.h"
-#include "testing/recording.h"
 #include "testing/workload_recording.h"
 
 namespace bpfprof::testing {

@@ -21,8 +21,8 @@
 #include <nlohmann/json.hpp>
 
 #include "perfdata/reader.h"
+#include "testing/recording_readback.h"
 #include "testing/subprocess.h"
-#include "testing/recording.h"
 
 namespace bpfprof::testing {
 namespace {

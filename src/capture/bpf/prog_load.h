@@ -1,0 +1,184 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * Programs at load: at the exit of BPF_PROG_LOAD, the new struct bpf_prog
+ * behind the returned fd -- what bpf_prog_info would report, its functions'
+ * JIT images and line info, its BTF once per BTF id.
+ */
+#pragma once
+
+#include "send.h"
+
+struct func_ctx {
+	struct bpf_prog *prog;
+	struct bpf_prog **funcs; /* NULL: the program is its only function */
+	__u32 id;
+	__u32 image_len; /* bytes of JIT image sent so far */
+	__u32 failed;
+};
+
+static long func_cb(__u32 i, void *arg)
+{
+	struct func_ctx *c = arg;
+	struct bpf_prog *f = c->prog;
+	struct capture_func *r;
+	void *image;
+	__u32 len;
+
+	if (c->funcs && bpf_probe_read_kernel(&f, sizeof(f), &c->funcs[i])) {
+		c->failed = 1;
+		return 1;
+	}
+	image = BPF_CORE_READ(f, bpf_func);
+	len = BPF_CORE_READ(f, jited_len);
+	r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
+	if (!r) {
+		struct capture_counters *n = count();
+
+		if (n)
+			__sync_fetch_and_add(&n->lost_records, 1);
+		c->failed = 1;
+		return 1;
+	}
+	r->hdr.kind = CAPTURE_FUNC;
+	r->hdr.id = c->id;
+	r->index = i;
+	r->jited_len = len;
+	r->addr = (__u64)image;
+	if (bpf_core_read(r->tag, sizeof(r->tag), &f->tag)) {
+		bpf_ringbuf_discard(r, BPF_RB_NO_WAKEUP);
+		c->failed = 1;
+		return 1;
+	}
+	bpf_ringbuf_submit(r, BPF_RB_NO_WAKEUP);
+	if (send_array(image, len, CAPTURE_JITED_INSNS, c->id, c->id, c->image_len)) {
+		c->failed = 1;
+		return 1;
+	}
+	c->image_len += len;
+	return 0;
+}
+
+
+/* BPF_PROG_LOAD returned `fd`: the new program, copied out. */
+static __always_inline int capture_load(__s64 fd)
+{
+	struct capture_counters *n;
+	struct bpf_prog_aux *aux;
+	struct bpf_prog *prog;
+	struct capture_prog p = {};
+	struct btf *btf;
+	void **jited_linfo;
+	__u32 func_cnt, nr_linfo, nr_func_info;
+	__u64 wake;
+
+	n = count();
+	if (!n)
+		return 0;
+	/* The fd the load returned, in the loading thread's file table.
+	 * Another thread may have closed it and opened something else there. */
+	prog = fd_prog(fd);
+	if (!prog)
+		goto not_program;
+	aux = BPF_CORE_READ(prog, aux);
+
+	p.hdr.kind = CAPTURE_PROG;
+	p.hdr.id = BPF_CORE_READ(aux, id);
+	p.type = BPF_CORE_READ(prog, type);
+	if (BPF_CORE_READ_BITFIELD_PROBED(prog, gpl_compatible))
+		p.flags |= CAPTURE_GPL;
+	bpf_core_read(p.tag, sizeof(p.tag), &prog->tag);
+	bpf_core_read(p.name, sizeof(p.name), &aux->name);
+	p.load_time = BPF_CORE_READ(aux, load_time);
+	p.created_by_uid = (__u32)bpf_get_current_uid_gid();
+	/* The loader's cgroup (v2), here where the loading task is current. */
+	p.cgroup_id = bpf_get_current_cgroup_id();
+	p.xlated_prog_len = BPF_CORE_READ(prog, len) * sizeof(struct bpf_insn);
+	p.nr_map_ids = BPF_CORE_READ(aux, used_map_cnt);
+	p.verified_insns = BPF_CORE_READ(aux, verified_insns);
+	p.attach_btf_id = BPF_CORE_READ(aux, attach_btf_id);
+	p.attach_btf_obj_id = BPF_CORE_READ(aux, attach_btf, id);
+
+	/* Every JIT'd function: address, length, tag, image. */
+	func_cnt = BPF_CORE_READ(aux, func_cnt);
+	if (BPF_CORE_READ_BITFIELD_PROBED(prog, jited)) {
+		struct func_ctx fc = {
+			.prog = prog,
+			.funcs = func_cnt ? BPF_CORE_READ(aux, func) : 0,
+			.id = p.hdr.id,
+		};
+
+		p.nr_funcs = func_cnt ? func_cnt : 1;
+		bpf_loop(p.nr_funcs, func_cb, &fc, 0);
+		if (fc.failed)
+			p.flags |= CAPTURE_INCOMPLETE;
+		p.jited_prog_len = fc.image_len;
+		p.sent[CAPTURE_JITED_INSNS] = fc.image_len;
+	}
+
+	nr_func_info = BPF_CORE_READ(aux, func_info_cnt);
+	p.nr_func_info = nr_func_info;
+	p.sent[CAPTURE_FUNC_INFO] = nr_func_info * sizeof(struct bpf_func_info);
+	if (send_array(BPF_CORE_READ(aux, func_info), p.sent[CAPTURE_FUNC_INFO],
+		       CAPTURE_FUNC_INFO, p.hdr.id, p.hdr.id, 0))
+		p.flags |= CAPTURE_INCOMPLETE;
+
+	nr_linfo = BPF_CORE_READ(aux, nr_linfo);
+	p.nr_line_info = nr_linfo;
+	p.sent[CAPTURE_LINE_INFO] = nr_linfo * sizeof(struct bpf_line_info);
+	if (send_array(BPF_CORE_READ(aux, linfo), p.sent[CAPTURE_LINE_INFO], CAPTURE_LINE_INFO,
+		       p.hdr.id, p.hdr.id, 0))
+		p.flags |= CAPTURE_INCOMPLETE;
+
+	jited_linfo = BPF_CORE_READ(aux, jited_linfo);
+	if (jited_linfo) {
+		p.nr_jited_line_info = nr_linfo;
+		p.sent[CAPTURE_JITED_LINE_INFO] = nr_linfo * sizeof(__u64);
+		if (send_array(jited_linfo, p.sent[CAPTURE_JITED_LINE_INFO], CAPTURE_JITED_LINE_INFO,
+			       p.hdr.id, p.hdr.id, 0))
+			p.flags |= CAPTURE_INCOMPLETE;
+	}
+
+	/* The program's BTF, once per BTF id in the recording. */
+	btf = BPF_CORE_READ(aux, btf);
+	if (btf) {
+		__u32 btf_id = BPF_CORE_READ(btf, id);
+
+		p.btf_id = btf_id;
+		if (!bpf_map_lookup_elem(&btf_sent, &btf_id)) {
+			__u32 size = BPF_CORE_READ(btf, data_size);
+			__u8 one = 1;
+
+			if (send_array(BPF_CORE_READ(btf, data), size, CAPTURE_BTF, btf_id, p.hdr.id, 0)) {
+				p.flags |= CAPTURE_INCOMPLETE;
+			} else {
+				p.flags |= CAPTURE_BTF_SENT;
+				p.btf_size = size;
+				p.sent[CAPTURE_BTF] = size;
+				bpf_map_update_elem(&btf_sent, &btf_id, &one, BPF_ANY);
+			}
+		}
+	}
+
+	wake = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wake_at ? BPF_RB_FORCE_WAKEUP
+									 : BPF_RB_NO_WAKEUP;
+	if (bpf_ringbuf_output(&events, &p, sizeof(p), wake)) {
+		__sync_fetch_and_add(&n->lost_records, 1);
+		p.flags |= CAPTURE_INCOMPLETE;
+	}
+	if (p.flags & CAPTURE_INCOMPLETE) {
+		struct capture_missed m = {
+			.hdr = { .kind = CAPTURE_MISSED, .id = p.hdr.id },
+			.cgroup_id = p.cgroup_id,
+		};
+
+		__sync_fetch_and_add(&n->incomplete, 1);
+		bpf_ringbuf_output(&missed, &m, sizeof(m), BPF_RB_FORCE_WAKEUP);
+	} else {
+		__sync_fetch_and_add(&n->captured, 1);
+	}
+	return 0;
+
+not_program:
+	__sync_fetch_and_add(&n->not_program, 1);
+	return 0;
+}

@@ -1,0 +1,95 @@
+// SPDX-License-Identifier: Apache-2.0
+// The recording's second phase: the host as it is when recording starts
+// (host::Snapshot) into the file, before any sample; then sampling and the
+// workload start.
+#include <set>
+
+#include "perfdata/features.h"
+#include "record/phases.h"
+
+namespace bpfprof::record {
+namespace {
+
+std::set<uint32_t> live_prog_loads(EventSet& events) {
+  std::set<uint32_t> ids;
+  for (CpuRing& r : events.sideband_rings()) host::collect_prog_load_ids(r.ring.peek(), ids);
+  return ids;
+}
+
+}  // namespace
+
+Status hand_to_writer(perfdata::FileWriter& writer, const std::vector<bpf::ProgInfo>& infos,
+                      const std::vector<bpf::BtfBlob>& btfs) {
+  if (!infos.empty()) {
+    BPFPROF_TRY(writer.append_in_stream(perfdata::kFeatBpfProgInfo,
+                                        perfdata::encode_bpf_prog_info(infos)));
+  }
+  if (!btfs.empty()) {
+    BPFPROF_TRY(writer.append_in_stream(perfdata::kFeatBpfBtf, perfdata::encode_bpf_btf(btfs)));
+  }
+  return ok_status();
+}
+
+Status Recorder::preamble() {
+  perfdata::FileWriter& writer = out_->writer();
+  EventSet& events = events_->events;
+  BPFPROF_TRY(events.enable_sideband());
+  host::Snapshot snapshot = host::take_snapshot();
+  BPFPROF_TRY(write_early_features(snapshot));
+  host::InitialStateOptions initial;
+  initial.trailer = layout_->id_hdr_size();
+  initial.cgroups = names_cgroups(o_);
+  initial.say_unnamed_cgroups = o_.cgroup;
+  initial.finished_init = true;
+  BPFPROF_ASSIGN_OR_RETURN(
+      bpf_, host::write_initial_state(
+                snapshot, initial, [&] { return live_prog_loads(events); },
+                [&](std::span<const std::byte> b) { return writer.append(b); }, sink_.notice));
+  BPFPROF_TRY(writer.finish_round());
+  // Who holds the programs there before us, where every program is
+  // attached: listed now, into the data at once.
+  host::ProgramPlaces places = host::list_program_places(snapshot, bpf_.synthesized,
+                                                         perfdata::AttachEntry::kAtStart, 0);
+  BPFPROF_ASSIGN_OR_RETURN(ProgramSections sections,
+                           ProgramSections::start(writer, std::move(places), snapshot.cgroup2,
+                                                  in_kernel_.get(), sink_));
+  sections_.emplace(std::move(sections));
+  BPFPROF_TRY(hand_to_writer(writer, bpf_.infos, bpf_.btfs));
+  BPFPROF_TRY(writer.finish_round());
+  if (!events_->sampling.enable_on_exec) BPFPROF_TRY(events.enable_sampling());
+  if (workload_) BPFPROF_TRY(workload_->start());
+  if (sink_.started) sink_.started();
+  return ok_status();
+}
+
+// Host, arch, event names and the kallsyms snapshot go into the data at
+// once (and into the sections at close): a killed recorder's file has them.
+// The snapshot is encoded once for both.
+Status Recorder::write_early_features(host::Snapshot& snapshot) {
+  perfdata::FileWriter& writer = out_->writer();
+  if (!snapshot.kallsyms.text_symbols.empty()) {
+    kallsyms_packed_ = perfdata::encode_kallsyms_compact(snapshot.kallsyms.text_symbols);
+    snapshot.kallsyms.text_symbols.clear();
+  }
+  perfdata::Features early = perfdata::host_features();
+  early.cmdline = cmdline_with_exe(o_.cmdline);
+  BPFPROF_TRY(writer.append_in_stream(early));
+  if (!kallsyms_packed_.empty()) {
+    BPFPROF_TRY(writer.append_in_stream(perfdata::kFeatBpfprofKallsyms, kallsyms_packed_));
+  }
+  return ok_status();
+}
+
+Error Recorder::abandon(Error e) {
+  perfdata::FileWriter& writer = out_->writer();
+  if (writer.write_failed()) {
+    perfdata::Features features = perfdata::host_features();
+    features.cmdline = cmdline_with_exe(o_.cmdline);
+    Status closed = writer.close(features);
+    return closed.ok() ? e : std::move(closed).error();
+  }
+  out_->abandon();
+  return e;
+}
+
+}  // namespace bpfprof::record

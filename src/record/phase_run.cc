@@ -1,0 +1,67 @@
+// SPDX-License-Identifier: Apache-2.0
+// The recording's third phase: the drain loop until a stop condition, each
+// pass handing what the capture (or the enricher) learned to the file; then
+// the events off, the last pass, the capture and the enricher stopped.
+#include <utility>
+
+#include "record/phases.h"
+
+namespace bpfprof::record {
+
+// Each pass: what the capture (or the enricher) learned since the last one
+// goes into the data, then the round closes.
+Status Recorder::end_pass(bool copied) {
+  perfdata::FileWriter& writer = out_->writer();
+  std::vector<bpf::ProgInfo> infos;
+  std::vector<bpf::BtfBlob> btfs;
+  std::vector<perfdata::AttachEntry> links;
+  std::vector<std::pair<uint32_t, uint64_t>> loaders;
+  if (in_kernel_) {
+    in_kernel_->take_learned(infos, btfs);
+    in_kernel_->take_attach(links);
+    in_kernel_->take_loader_cgroups(loaders);
+  }
+  enricher_->take_learned(infos, btfs);
+  BPFPROF_TRY(hand_to_writer(writer, infos, btfs));
+  bool learned = !links.empty() || !loaders.empty();
+  BPFPROF_TRY(sections_->add_attach(std::move(links)));
+  BPFPROF_TRY(sections_->add_loaders(std::move(loaders)));
+  const uint64_t now = monotonic_ns();
+  sections_->saw_loaded(infos, now);
+  BPFPROF_ASSIGN_OR_RETURN(const bool tc_found, sections_->relist_tc(now));
+  learned = learned || tc_found;
+  if (copied || !infos.empty() || !btfs.empty() || learned) return writer.finish_round();
+  return ok_status();
+}
+
+void Recorder::run() {
+  perfdata::FileWriter& writer = out_->writer();
+  loop_ = std::make_unique<DrainLoop>(
+      events_->events, *layout_, [&writer](Bytes b) { return writer.append(b); },
+      [this](bool copied) { return end_pass(copied); });
+  if (in_kernel_) {
+    PassHooks hooks;
+    hooks.before_sideband_copy = [this](perf::RingBuffer& r) { in_kernel_->saw_sideband(r); };
+    hooks.after_pass = [this] { return in_kernel_->after_pass(); };
+    hooks.wake_fd = in_kernel_->wake_fd();
+    loop_->set_hooks(std::move(hooks));
+  }
+  DrainConfig dc;
+  dc.duration_s = o_.duration_s;
+  dc.signal_fd = signals_.fd();
+  dc.workload_pidfd = workload_ ? workload_->pidfd() : -1;
+  dc.target_pidfd = target_pidfd_.get();
+  dc.progress = sink_.progress;
+  t0_ = monotonic_ns();
+  stop_ = loop_->run(dc);
+  events_->events.disable_all();
+  drained_ = stop_.ok() ? loop_->pass() : ok_status();
+  t1_ = monotonic_ns();
+  if (in_kernel_) in_kernel_->stop();
+  enricher_->stop();
+  // The final values are read: the statistics go off (they cost every run).
+  stats_fd_.reset();
+  stats_off_ns_ = o_.bpf_stats ? monotonic_ns() : 0;
+}
+
+}  // namespace bpfprof::record

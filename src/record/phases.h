@@ -1,0 +1,113 @@
+// SPDX-License-Identifier: Apache-2.0
+// One recording, phase by phase; record() (recorder.cc) runs them in order:
+//   open      (phase_open.cc)      the events on every CPU, the capture or the
+//                                  enricher, the workload held, the file created
+//   preamble  (phase_preamble.cc)  the host as it is (host::Snapshot) into the
+//                                  file, then sampling and the workload start
+//   run       (phase_run.cc)       the drain loop until a stop, the last pass
+//   finish    (phase_finish.cc)    what was learned into the sections, the
+//                                  close, the figures
+// Internal to record/: the public entry point is record() (recorder.h).
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/error.h"
+#include "base/unique_fd.h"
+#include "host/snapshot.h"
+#include "perf/records.h"
+#include "record/capture_enricher.h"
+#include "record/drain_loop.h"
+#include "record/enricher.h"
+#include "record/event_set.h"
+#include "record/forked_command.h"
+#include "record/options.h"
+#include "record/output_file.h"
+#include "record/program_sections.h"
+#include "record/recorder.h"
+#include "record/signals.h"
+
+namespace bpfprof::record {
+
+// Whether the file names cgroups (CGROUP records, the existing ones
+// synthesized at start): for --cgroup's samples, and for the cgroups of the
+// programs' loaders the in-kernel capture reads (a record per cgroup made).
+bool names_cgroups(const RecordOptions& o);
+
+// Where BPF_PROG_INFO / BPF_BTF entries are handed to the file as they are
+// learned (synthesis at start, the in-kernel capture or the enricher during
+// the recording): into the data as in-stream records, so a killed
+// recorder's file keeps them. The feature sections at close hold them all
+// again, for perf.
+Status hand_to_writer(perfdata::FileWriter& writer, const std::vector<bpf::ProgInfo>& infos,
+                      const std::vector<bpf::BtfBlob>& btfs);
+
+class Recorder {
+ public:
+  // Validates the options, holds the workload, starts the capture (or the
+  // enricher), opens the events and creates the file. On an error nothing
+  // is left behind.
+  static Result<std::unique_ptr<Recorder>> open(const RecordOptions& options,
+                                                const RecordSink& sink);
+  // Writes what describes the host before recording, then starts sampling
+  // and the workload. On an error the file is abandoned (or, after a write
+  // error, closed valid up to its last complete round): abandon() it.
+  Status preamble();
+  // Before the run: a failure leaves nothing behind, except a write error (a
+  // full disk): the file is kept, cut back to its last complete round, with
+  // a valid header, as any later write error leaves it.
+  Error abandon(Error e);
+  // Drains until a stop condition, then the last pass. Its errors are
+  // reported by finish(), after the file is closed.
+  void run();
+  // Lists what is attached at the end, reaps the workload, closes the file
+  // with every section, and returns the figures (or the first error).
+  Result<RecordStats> finish();
+
+ private:
+  Recorder(const RecordOptions& options, const RecordSink& sink, SignalGuard signals)
+      : o_(options), sink_(sink), signals_(std::move(signals)) {}
+  Status start_capture_or_enricher(uint64_t sample_type);
+  Status create_file();
+  Status write_early_features(host::Snapshot& snapshot);
+  Status end_pass(bool copied);
+  void add_run_stats(perfdata::Features& features, const EnrichmentStats& enrichment);
+  RecordStats figures(const DrainCounters& c, const perfdata::Features& features,
+                      EnrichmentStats enrichment) const;
+
+  const RecordOptions& o_;
+  const RecordSink& sink_;
+  SignalGuard signals_;
+  std::vector<int> online_;
+  std::optional<Workload> workload_;
+  std::vector<pid_t> tids_;
+  UniqueFd target_pidfd_;
+  UniqueFd stats_fd_;  // BPF run statistics on while it is open
+  uint64_t stats_on_ns_ = 0, stats_off_ns_ = 0;
+
+  std::string capture_refused_ = "not tried (--enrich=user)";
+  int capture_errno_ = -1;
+  std::unique_ptr<capture::Capture> capture_;   // started, until the events open
+  std::unique_ptr<Enricher> enricher_;          // fallback, and run statistics
+  std::optional<OpenedEvents> events_;
+  std::optional<perf::SampleLayout> layout_;
+  std::unique_ptr<CaptureEnricher> in_kernel_;  // the capture serves the recording
+  std::optional<OutputFile> out_;
+
+  std::vector<std::byte> kallsyms_packed_;  // the snapshot's kallsyms, encoded once
+  host::BpfSynthesis bpf_;
+  std::optional<ProgramSections> sections_;
+
+  std::unique_ptr<DrainLoop> loop_;
+  Result<StopReason> stop_ = StopReason::kDuration;
+  Status drained_ = ok_status();
+  uint64_t t0_ = 0, t1_ = 0;
+};
+
+}  // namespace bpfprof::record
