@@ -79,7 +79,8 @@ Setup make_attrs(const RecordOptions& o, const perf::EventSpec& spec) {
   sc.event = spec;
   sc.period = o.period;
   sc.freq = o.period ? std::nullopt : std::optional(o.frequency.value_or(kDefaultFrequency));
-  sc.callchain = o.callchain;
+  sc.callchain = o.callchain || o.kernel_callchain;
+  sc.user_callchain = o.callchain;
   sc.inherit = !o.samples_system_wide();
   sc.enable_on_exec = !o.samples_system_wide() && !o.command.empty();
   sc.cgroup = o.cgroup;
