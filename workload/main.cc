@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "workload/attached.h"
+#include "workload/price.h"
 #include "workload/runner.h"
 #include "workload/truth.h"
 
@@ -84,6 +85,17 @@ int run(int argc, char** argv) {
   app.add_flag("--prog-attach", ao.prog_attach,
                "with --attached --cgroup: attach cgroup_skb/egress with BPF_PROG_ATTACH (no "
                "link) and detach it with BPF_PROG_DETACH");
+  PriceOptions price;
+  app.add_option("--price", price.hook,
+                 "getppid() in a loop taxed by a map-heavy program at raw_syscalls:sys_enter: "
+                 "tracepoint (through a perf event), raw_tp, or perf_only (the perf event, no "
+                 "program); prints CPU ns per call");
+  app.add_option("--price-ops", price.ops, "with --price: calls per run")->capture_default_str();
+  app.add_option("--price-rounds", price.rounds,
+                 "with --price: this many rounds of detached then attached (0: one attached run)");
+  app.add_option("--price-processes", price.processes,
+                 "with --price: processes doing it at once, each with its own program")
+      ->capture_default_str();
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -117,7 +129,10 @@ int run(int argc, char** argv) {
   }
 
   std::vector<ProgramTruth> programs;
-  if (attached) {
+  if (!price.hook.empty()) {
+    Status s = run_price(price);
+    if (!s.ok()) return fail(s.error());
+  } else if (attached) {
     auto d = parse_duration(attached_for);
     if (!d.ok()) return fail(d.error(), kExitUsage);
     ao.duration_ns = *d;

@@ -14,6 +14,7 @@
 
 #include <fmt/format.h>
 
+#include "analysis/cost.h"
 #include "analysis/program_table.h"
 #include "analysis/sample_frames.h"
 
@@ -85,24 +86,30 @@ struct ThreadRef {
 struct LeafKey {
   FrameRef frame;
   ThreadRef thread;
+  profile::ChargeId charge;
   bool operator==(const LeafKey&) const = default;
 };
 struct LeafKeyHash {
-  size_t operator()(const LeafKey& k) const { return mix(k.frame.hash(), k.thread.hash()); }
+  size_t operator()(const LeafKey& k) const {
+    return mix(mix(k.frame.hash(), k.thread.hash()), k.charge);
+  }
 };
 struct StackKey {
   StackId stack;
   ThreadRef thread;
+  profile::ChargeId charge;
   bool operator==(const StackKey&) const = default;
 };
 struct StackKeyHash {
-  size_t operator()(const StackKey& k) const { return mix(k.stack, k.thread.hash()); }
+  size_t operator()(const StackKey& k) const {
+    return mix(mix(k.stack, k.thread.hash()), k.charge);
+  }
 };
 
 // A sample seen before, by everything the symbolization of a sample depends
 // on besides its time: pid, tid, cgroup id, whether the leaf is kernel code,
-// and the addresses looked up (the leaf ip; under -g the whole callchain,
-// context markers included). Kept with the count slot that sample went to,
+// and the addresses looked up (the leaf ip; the whole callchain, context
+// markers included, when the sample has one: its charge depends on it). Kept with the count slot that sample went to,
 // what it added to the diagnostics, and the times [from, to) for which every
 // lookup made for it (frames and comm) gives the same answer: a sample with
 // the same key in that time goes to the same slot and adds the same counts.
@@ -120,6 +127,7 @@ struct SampleMemo {
   bool kernel = false;
   bool unknowns = false;  // the tail's `unknown` are not all 0
   uint8_t bpf_unattributed = 0, cgroup_unknown = 0;
+  uint8_t dispatch_unattributed = 0, cost_unproven = 0;
 };
 static_assert(sizeof(SampleMemo) <= 64);
 struct SampleMemoTail {
@@ -141,8 +149,13 @@ struct Worker {
   std::array<uint64_t, kUnknownReasons> unknown_frames{};
   uint64_t bad_samples = 0;
   uint64_t bpf_unattributed = 0;
+  uint64_t dispatch_unattributed = 0;  // CostOutcome::kUnattributed
+  uint64_t cost_unproven = 0;          // CostOutcome::kUnproven
   perf::Sample sample;
   std::vector<SymbolizedFrame> frames;
+  std::vector<SymbolizedFrame> chain_frames;  // the whole chain, when `frames` is the leaf
+  profile::Charge charge;
+  CostCache cost_cache;
   std::vector<profile::FrameId> ids;
   std::string line;
   uint64_t chunks_unreadable = 0;
@@ -187,12 +200,37 @@ profile::FrameId frame_id(Worker& w, const symbols::Frame& f, std::string_view l
 // The count slot of a sample not remembered: its frames symbolized, its
 // thread named, the profile asked for ids. `holds` gets the times around the
 // sample's for which all of that gives the same answer.
-Counts* find_slot(const Session& session, const AggregateOptions& options,
+// The charge of a sample with a callchain (0: none), counted in `w`'s
+// diagnostics when the chain does not prove one.
+profile::ChargeId charge_of(const CostModel& cost, const perf::Sample& sample, uint16_t cpumode,
+                            bool stacks, const symbols::Symbolizer& sym, Worker& w,
+                            symbols::Symbolizer::Holds& holds) {
+  if (sample.callchain.empty()) return 0;
+  if (!stacks) symbolize_sample(sym, sample, cpumode, true, w.chain_frames, &holds);
+  const std::vector<SymbolizedFrame>& chain = stacks ? w.frames : w.chain_frames;
+  switch (cost.classify(chain, chain_truncated(sample), sample.pid, sample.time, w.cost_cache,
+                        w.charge, &holds)) {
+    case CostOutcome::kCharged:
+      return w.profile.add_charge(w.charge);
+    case CostOutcome::kUnattributed:
+      w.dispatch_unattributed++;
+      return 0;
+    case CostOutcome::kUnproven:
+      w.cost_unproven++;
+      return 0;
+    case CostOutcome::kNone:
+      return 0;
+  }
+  return 0;
+}
+
+Counts* find_slot(const Session& session, const AggregateOptions& options, const CostModel& cost,
                   const perf::Sample& sample, uint16_t cpumode, Worker& w,
                   symbols::Symbolizer::Holds& holds) {
   const symbols::Symbolizer& sym = session.symbolizer();
   holds = {0, UINT64_MAX};
   symbolize_sample(sym, sample, cpumode, options.stacks, w.frames, &holds);
+  const profile::ChargeId charge = charge_of(cost, sample, cpumode, options.stacks, sym, w, holds);
   for (const SymbolizedFrame& sf : w.frames) {
     const symbols::Unknown u = sf.frame.unknown;
     if (u != symbols::Unknown::kNone) w.unknown_frames[static_cast<size_t>(u) % kUnknownReasons]++;
@@ -212,10 +250,11 @@ Counts* find_slot(const Session& session, const AggregateOptions& options,
 
   if (!options.stacks && !options.lines && w.frames.size() == 1) {
     const symbols::Frame& f = w.frames.front().frame;
-    auto [it, fresh] = w.leaf_slots.try_emplace(LeafKey{FrameRef::of(f), thread}, nullptr);
+    auto [it, fresh] =
+        w.leaf_slots.try_emplace(LeafKey{FrameRef::of(f), thread, charge}, nullptr);
     if (fresh) {
       w.ids.assign(1, frame_id(w, f, {}));
-      it->second = &w.profile.slot(w.profile.add_stack(w.ids), profile_thread);
+      it->second = &w.profile.slot(w.profile.add_stack(w.ids), profile_thread, charge);
     }
     return it->second;
   }
@@ -232,15 +271,15 @@ Counts* find_slot(const Session& session, const AggregateOptions& options,
     w.ids.push_back(frame_id(w, f, line));
   }
   const profile::StackId stack = w.profile.add_stack(w.ids);
-  auto [it, fresh] = w.stack_slots.try_emplace(StackKey{stack, thread}, nullptr);
-  if (fresh) it->second = &w.profile.slot(stack, profile_thread);
+  auto [it, fresh] = w.stack_slots.try_emplace(StackKey{stack, thread, charge}, nullptr);
+  if (fresh) it->second = &w.profile.slot(stack, profile_thread, charge);
   return it->second;
 }
 
-// The addresses a sample's frames are looked up by: the leaf ip, or under -g
-// the callchain (symbolize_sample's choice). Empty: not remembered.
-Bytes memo_words(const perf::Sample& sample, bool stacks) {
-  if (stacks && !sample.callchain.empty()) return sample.callchain.bytes();
+// The addresses a sample's frames and charge are looked up by: the
+// callchain, or without one the leaf ip. Empty: not remembered.
+Bytes memo_words(const perf::Sample& sample) {
+  if (!sample.callchain.empty()) return sample.callchain.bytes();
   if (sample.ip != 0) return std::as_bytes(std::span(&sample.ip, 1));
   return {};
 }
@@ -253,7 +292,7 @@ uint64_t memo_hash(const perf::Sample& s, bool kernel, Bytes words) {
   return h ^ (h >> 29);
 }
 
-void add_sample(const Session& session, const AggregateOptions& options,
+void add_sample(const Session& session, const AggregateOptions& options, const CostModel& cost,
                 const perf::RecordView& record, const perf::SampleLayout& layout, Worker& w) {
   perf::Sample& sample = w.sample;
   if (!perf::Sample::parse_fast(record, layout, sample)) {
@@ -265,9 +304,13 @@ void add_sample(const Session& session, const AggregateOptions& options,
     sample = *full;
   }
   if (!options.filter.keep(sample.pid, sample.time)) return;
+  if (!options.filter.comm.empty() &&
+      session.symbolizer().comm(sample.pid, sample.tid, sample.time) != options.filter.comm) {
+    return;
+  }
   const uint16_t cpumode = record.cpumode();
   const bool kernel = cpumode == perf::kMiscKernel;
-  const Bytes words = memo_words(sample, options.stacks);
+  const Bytes words = memo_words(sample);
   const uint64_t hash = words.empty() ? 0 : memo_hash(sample, kernel, words);
   const size_t at = hash & (kSampleMemos - 1);
   SampleMemo& m = w.memos[at];
@@ -282,14 +325,18 @@ void add_sample(const Session& session, const AggregateOptions& options,
     }
     w.bpf_unattributed += m.bpf_unattributed;
     w.cgroup_unknown += m.cgroup_unknown;
+    w.dispatch_unattributed += m.dispatch_unattributed;
+    w.cost_unproven += m.cost_unproven;
     w.profile.add_to(*m.slot, sample.period, sample.time);
     return;
   }
   const std::array<uint64_t, kUnknownReasons> unknown_before = w.unknown_frames;
   const uint64_t unattributed_before = w.bpf_unattributed;
   const uint64_t cgroup_before = w.cgroup_unknown;
+  const uint64_t dispatch_before = w.dispatch_unattributed;
+  const uint64_t unproven_before = w.cost_unproven;
   symbols::Symbolizer::Holds holds;
-  Counts* slot = find_slot(session, options, sample, cpumode, w, holds);
+  Counts* slot = find_slot(session, options, cost, sample, cpumode, w, holds);
   w.profile.add_to(*slot, sample.period, sample.time);
   if (words.empty() || holds.from > sample.time || sample.time >= holds.to) return;
   SampleMemoTail& tail = w.memo_tails[at];
@@ -314,15 +361,17 @@ void add_sample(const Session& session, const AggregateOptions& options,
   }
   m.bpf_unattributed = static_cast<uint8_t>(w.bpf_unattributed - unattributed_before);
   m.cgroup_unknown = static_cast<uint8_t>(w.cgroup_unknown - cgroup_before);
+  m.dispatch_unattributed = static_cast<uint8_t>(w.dispatch_unattributed - dispatch_before);
+  m.cost_unproven = static_cast<uint8_t>(w.cost_unproven - unproven_before);
 }
 
 // Chunks [first, last) into `w`. Pass 1 accepted every record in them, so
 // the walk fails only if the file changed under us; that is counted.
-void run_chunks(const Session& session, const AggregateOptions& options, size_t first,
-                size_t last, Worker& w) {
+void run_chunks(const Session& session, const AggregateOptions& options, const CostModel& cost,
+                size_t first, size_t last, Worker& w) {
   Status walked = session.for_each_sample(
       first, last, [&](const perf::RecordView& record, const perf::SampleLayout& layout) {
-        add_sample(session, options, record, layout, w);
+        add_sample(session, options, cost, record, layout, w);
       });
   if (!walked.ok()) w.chunks_unreadable++;
 }
@@ -334,6 +383,8 @@ void add_counters(const Session& session, const Worker& merged, profile::Profile
   all += session.symbolizer().diagnostics();
   all[Diag::kSamplesBad] += merged.bad_samples;
   all[Diag::kBpfSamplesUnattributed] += merged.bpf_unattributed;
+  all[Diag::kBpfDispatchUnattributed] += merged.dispatch_unattributed;
+  all[Diag::kBpfCostUnproven] += merged.cost_unproven;
   all[Diag::kSampleChunksUnreadable] += merged.chunks_unreadable;
   all[Diag::kCgroupUnknown] += merged.cgroup_unknown;
   all[Diag::kBpfOwnerUnknown] += merged.owner_unknown;
@@ -369,6 +420,7 @@ ReportData aggregate(const Session& session, const AggregateOptions& options) {
     size_t begin, next, end;
     Worker worker;
   };
+  const CostModel cost(session.symbolizer(), session.reader().features());
   std::deque<Part> parts;  // stable addresses
   std::mutex mu;
   auto first_chunk = [&](unsigned t) { return chunks * t / threads; };
@@ -397,7 +449,7 @@ ReportData aggregate(const Session& session, const AggregateOptions& options) {
         last = std::min(part->end, first + kChunksPerClaim);
         part->next = last;
       }
-      run_chunks(session, options, first, last, part->worker);
+      run_chunks(session, options, cost, first, last, part->worker);
     }
   };
   std::vector<std::thread> pool;
@@ -416,11 +468,16 @@ ReportData aggregate(const Session& session, const AggregateOptions& options) {
     for (size_t k = 0; k < kUnknownReasons; k++) first.unknown_frames[k] += w.unknown_frames[k];
     first.bad_samples += w.bad_samples;
     first.bpf_unattributed += w.bpf_unattributed;
+    first.dispatch_unattributed += w.dispatch_unattributed;
+    first.cost_unproven += w.cost_unproven;
     first.chunks_unreadable += w.chunks_unreadable;
     first.cgroup_unknown += w.cgroup_unknown;
   }
   ReportData data;
   data.header = session.header();
+  for (const perfdata::FileAttr& a : session.reader().attrs()) {
+    data.callchains = data.callchains || (a.attr.sample_type & PERF_SAMPLE_CALLCHAIN) != 0;
+  }
   data.profile = std::move(first.profile);
   data.programs =
       program_table(session.symbolizer(), session.reader().features(), data.profile);

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "analysis/aggregate.h"
+#include "analysis/cost.h"
 #include "bpf/prog_info.h"
 
 namespace bpfprof::analysis {
@@ -128,20 +129,29 @@ std::vector<ProgramRow> program_table(const symbols::Symbolizer& sym,
     for (const symbols::BpfFunction& fn : prog.functions) row.functions.push_back({fn.ksym, 0});
     rows.push_back(std::move(row));
   }
+  CostTally tally(rows.size());
   for (const auto& [key, counts] : p.samples()) {
     const profile::Frame* leaf = p.leaf(key.stack);
-    if (leaf == nullptr || leaf->kind != profile::FrameKind::kBpf || leaf->bpf_program == 0 ||
-        leaf->bpf_program > rows.size()) {
-      continue;
+    if (leaf != nullptr && leaf->kind == profile::FrameKind::kBpf && leaf->bpf_program != 0 &&
+        leaf->bpf_program <= rows.size()) {
+      ProgramRow& row = rows[leaf->bpf_program - 1];
+      row.samples += counts.samples;
+      if (leaf->bpf_function < row.functions.size()) {
+        row.functions[leaf->bpf_function].samples += counts.samples;
+      }
     }
-    ProgramRow& row = rows[leaf->bpf_program - 1];
-    row.samples += counts.samples;
-    if (leaf->bpf_function < row.functions.size()) {
-      row.functions[leaf->bpf_function].samples += counts.samples;
-    }
+    if (key.charge != 0) tally.add(p.charge(key.charge), counts.samples);
+  }
+  for (size_t i = 0; i < rows.size(); i++) tally.self[i] = rows[i].samples;
+  tally.finish();
+  for (size_t i = 0; i < rows.size(); i++) {
+    rows[i].callee_samples = tally.callees[i];
+    rows[i].dispatch_samples = tally.dispatch[i];
+    rows[i].dispatch_estimated = tally.estimated[i];
   }
   return rows;
 }
+
 
 std::vector<std::string> program_names(const ReportData& data) {
   std::vector<std::string> names;
@@ -161,14 +171,21 @@ std::vector<std::string> program_attach_points(const ReportData& data) {
   return points;
 }
 
-std::vector<OwnerCost> cost_by_owner(const ReportData& data) {
+std::vector<uint64_t> program_weights(const ReportData& data) {
+  std::vector<uint64_t> weights;
+  for (const ProgramRow& p : data.programs) weights.push_back(p.samples + p.callee_samples);
+  return weights;
+}
+
+std::vector<OwnerCost> cost_by_owner(const ReportData& data, bool total) {
   std::map<std::string, OwnerCost> by;
   for (const ProgramRow& p : data.programs) {
-    if (p.samples == 0) continue;
+    if (p.cost(total) == 0) continue;
     OwnerCost& c = by[p.owner];
     c.owner = p.owner;
     add_distinct(c.cgroups, p.owner_cgroup);
-    c.samples += p.samples;
+    c.samples += p.cost(total);
+    c.estimated = c.estimated || (total && p.dispatch_estimated);
     c.programs++;
   }
   std::vector<OwnerCost> out;

@@ -5,6 +5,8 @@
 // owner/attach lookups themselves are declared in analysis/aggregate.h.
 #pragma once
 
+#include <cstdint>
+#include <span>
 #include <vector>
 
 #include "analysis/report_data.h"
@@ -15,7 +17,10 @@
 namespace bpfprof::analysis {
 
 // One row per program of `sym`, in its order (a BPF frame's bpf_program is
-// its 1-based row), with the samples of `p` whose leaf is in it.
+// its 1-based row), with the samples of `p` charged to it: self (leaf in
+// it), callees and dispatch (the samples' charges). Dispatch of a hook
+// several programs share is split by their self + callees (profile::split_by_weight)
+// and marked estimated.
 std::vector<ProgramRow> program_table(const symbols::Symbolizer& sym,
                                       const perfdata::Features& features,
                                       const profile::Profile& p);

@@ -40,16 +40,26 @@ struct FunctionRow {
   uint32_t len = 0;
 };
 
-// One BPF program instance (one load .. unload) with the samples whose leaf
-// frame is in its code.
+// One BPF program instance (one load .. unload) with what it cost
+// (docs/cost.md): the samples whose leaf is in its code (self), whose kernel
+// callchain passes through it (callees) and those in the machinery of a hook
+// it is attached at (dispatch).
 struct ProgramRow {
   uint32_t id = 0;
   std::string name;
   std::string tag;                     // 16 hex digits
   uint64_t load_ns = 0;                // 0 = loaded before recording began
   std::optional<uint64_t> unload_ns;   // none = still loaded at the end
-  uint64_t samples = 0;
+  uint64_t samples = 0;            // self: the leaf is in its code
   std::vector<FunctionRow> functions;  // in program order (main function first)
+  uint64_t callee_samples = 0;     // the chain passes through it, the leaf is outside
+  uint64_t dispatch_samples = 0;   // in the machinery of a hook it is attached at
+  // Some dispatch samples came from a hook it shares with other programs:
+  // their split by self + callees is an estimate.
+  bool dispatch_estimated = false;
+  uint64_t total_samples() const { return samples + callee_samples + dispatch_samples; }
+  // The figure a report ranks by: total, or self (`--cost self`).
+  uint64_t cost(bool total) const { return total ? total_samples() : samples; }
   // Measured by the kernel (record --bpf-stats): runs and run time during the
   // recording; none when the file has no value for this program.
   std::optional<uint64_t> run_cnt, run_time_ns;
@@ -104,6 +114,9 @@ struct ReportData {
   std::vector<ProgramRow> programs;
   profile::Profile profile;  // counters() holds the diagnostics
   std::optional<EnrichmentSummary> enrichment;  // files bpfprof recorded
+  // Whether samples carry callchains: without them a program's cost is its
+  // self samples alone.
+  bool callchains = false;
 };
 
 // Program names indexed like ReportData::programs (for profile::GroupOptions).
@@ -113,14 +126,19 @@ std::vector<std::string> program_owners(const ReportData& data);
 
 // Program attach points (ProgramRow::attach), the same way.
 std::vector<std::string> program_attach_points(const ReportData& data);
+// Each program's self + callee samples, the same way: how a hook's dispatch
+// shared by several programs is split among them.
+std::vector<uint64_t> program_weights(const ReportData& data);
 
-// BPF leaf samples per owner, most first (ties by name): the header line.
+// What each owner's programs cost (total, or self with `total` false), most
+// first (ties by name): the header line.
 struct OwnerCost {
   std::string owner;
   std::string cgroups;  // the owner's programs' owner_cgroup, distinct ones comma-separated
   uint64_t samples = 0;
   size_t programs = 0;  // instances with samples
+  bool estimated = false;  // some of it is a share of a hook's dispatch
 };
-std::vector<OwnerCost> cost_by_owner(const ReportData& data);
+std::vector<OwnerCost> cost_by_owner(const ReportData& data, bool total = true);
 
 }  // namespace bpfprof::analysis

@@ -47,6 +47,10 @@
     "program loads without a stored BPF_PROG_INFO (no line info, no annotate)")                    \
   X(kBpfSamplesUnattributed, "bpf_samples_unattributed", kUnnamed, kAlways,                        \
     "samples whose leaf is in a BPF address range where nothing was loaded at that time")         \
+  X(kBpfDispatchUnattributed, "bpf_dispatch_unattributed", kUnnamed, kNonZero,                   \
+    "samples in the machinery that runs BPF programs at a hook (docs/cost.md) where the recording names no program alive and attached at that hook: charged to none") \
+  X(kBpfCostUnproven, "bpf_cost_unproven", kUnnamed, kNonZero,                                    \
+    "kernel callchains that hold address 0, an address in BPF code where no program was loaded at the time, or a context the report does not read, before any program or hook frame; or that end where the kernel cut them: charged only as far as they prove") \
   X(kBpfOwnerUnknown, "bpf_owner_unknown", kUnnamed, kNonZero,                                    \
     "BPF programs whose owner the recording does not tell (loaded before recording with no holder found, or in a file without section 253)") \
   X(kBpfOwnerCgroupUnknown, "bpf_owner_cgroup_unknown", kUnnamed, kNonZero,                      \

@@ -21,13 +21,16 @@ CLI::App* add_diff_command(CLI::App& app, DiffFlags& f) {
   cmd->add_option("--format", f.format, "Output format: text or json")
       ->check(CLI::IsMember({"text", "json"}));
   cmd->add_option("--fail-above", f.fail_above,
-                  "Exit 3 when a BPF program's share of samples grows by more than this many "
-                  "percentage points (same name and tag, else same name)")
+                  "Exit 3 when a BPF program's share of samples (its --cost) grows by more than "
+                  "this many percentage points (same name and tag, else same name)")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--fail-above-ns", f.fail_above_ns,
                   "Exit 3 when a BPF program's ns per run grows by more than this (where both "
                   "recordings have run statistics: record --bpf-stats)")
       ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--cost", f.cost,
+                  "A program's samples: total (self + callees + dispatch) or self (default total)")
+      ->check(CLI::IsMember({"total", "self"}));
   add_read_flags(cmd, f);
   return cmd;
 }
@@ -45,7 +48,7 @@ int run_diff(const DiffFlags& f) {
   o.symfs = f.symfs;
   o.kallsyms = f.kallsyms;
   o.threads = f.jobs;
-  o.stacks = false;  // leaf frames decide
+  o.stacks = false;  // leaf frames name symbols; charges come from the chains regardless
   ProgressMeter meter(ProgressMeter::for_stderr(f.quiet, 2), f.before + " (1 of 2)");
   o.progress = meter.progress();
   auto before = analysis::load_recording(f.before, o);
@@ -60,6 +63,7 @@ int run_diff(const DiffFlags& f) {
   compare::GateOptions gate;
   gate.fail_above = f.fail_above;
   gate.fail_above_ns = f.fail_above_ns;
+  gate.cost_total = f.cost != "self";
   compare::Diff d = compare::diff_reports(*before, *after, gate);
   d.before_path = f.before;
   d.after_path = f.after;

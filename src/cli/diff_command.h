@@ -21,6 +21,7 @@ struct DiffFlags : ReadFlags {
   std::string before, after;
   std::string format = "text";
   std::optional<double> fail_above, fail_above_ns;
+  std::string cost = "total";  // --cost total|self
 };
 
 CLI::App* add_diff_command(CLI::App& app, DiffFlags& flags);

@@ -38,7 +38,11 @@ CLI::App* add_record_command(CLI::App& app, RecordFlags& f) {
   auto* freq = rec->add_option("-F,--freq", f.frequency, "Sampling frequency in Hz (default 4000)");
   auto* period = rec->add_option("-c,--count", f.period, "Sample every N events");
   freq->excludes(period);
-  rec->add_flag("-g", f.callchain, "Record call graphs");
+  rec->add_flag("-g", f.callchain,
+                "Record call graphs with user stacks (kernel stacks are recorded by default)");
+  rec->add_flag("--no-callchain", f.no_callchain,
+                "No callchains: a BPF program's cost is then its self samples alone")
+      ->excludes("-g");
   rec->add_option("-o,--output", f.output, "Output file (default perf.data)");
   rec->add_option("-d,--duration", f.duration_s, "Stop after this many seconds");
   rec->add_option("-m,--mmap-pages", f.mmap_pages,
@@ -90,6 +94,7 @@ Result<record::RecordOptions> to_options(const RecordFlags& f, const std::vector
   if (given("-c")) o.period = f.period;
   if (given("-d")) o.duration_s = f.duration_s;
   o.callchain = f.callchain;
+  o.kernel_callchain = !f.no_callchain;
   o.output = f.output;
   o.mmap_pages = f.mmap_pages;
   o.bpf_stats = f.bpf_stats;

@@ -25,6 +25,7 @@ struct RecordFlags {
   uint64_t frequency = 0;
   uint64_t period = 0;
   bool callchain = false;
+  bool no_callchain = false;
   std::string output = "perf.data";
   double duration_s = 0;
   uint32_t mmap_pages = record::kDefaultMmapPages;

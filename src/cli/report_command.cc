@@ -29,7 +29,14 @@ CLI::App* add_report_command(CLI::App& app, ReportFlags& f) {
   cmd->add_option("-s,--sort", f.sort,
                   "Group by these keys (comma-separated or repeated): " +
                       profile::valid_sort_keys() + " (default sym)");
-  cmd->add_flag("--bpf-only", f.bpf_only, "Only samples whose leaf frame is BPF code");
+  cmd->add_flag("--bpf-only", f.bpf_only,
+                "Only samples charged to BPF programs (with --cost self: whose leaf is BPF code)");
+  cmd->add_option("--cost", f.cost,
+                  "What a program costs: total (self + callees + dispatch) or self (default "
+                  "total); orders the program table and counts --sort prog/owner/attach")
+      ->check(CLI::IsMember({"total", "self"}));
+  cmd->add_option("--pid", f.pid, "Only samples of this process")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--comm", f.comm, "Only samples of threads with this command name");
   cmd->add_flag("-g,--call-graph", f.callgraph, "Callers tree below each entry");
   cmd->add_flag("--instances", f.instances,
                 "Program table: one row per program instance (default: one per name and tag)");
@@ -54,6 +61,7 @@ Result<report::RenderOptions> to_render_options(const ReportFlags& f) {
   o.callgraph = f.callgraph;
   o.instances = f.instances;
   o.verbose = f.verbose;
+  o.cost_total = f.cost != "self";
   return o;
 }
 
@@ -73,6 +81,8 @@ int run_report(const ReportFlags& f) {
               options->keys.end();
   agg.cgroups = profile::needs_cgroups(options->keys);
   agg.threads = f.jobs;
+  if (f.pid >= 0) agg.filter.pid = static_cast<uint32_t>(f.pid);
+  agg.filter.comm = f.comm;
   meter.next_pass();
   analysis::ReportData data = analysis::aggregate(**session, agg);
   meter.stop();

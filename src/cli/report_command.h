@@ -23,6 +23,9 @@ struct ReportFlags : ReadFlags {
   bool callgraph = false;
   bool instances = false;
   bool verbose = false;
+  std::string cost = "total";  // --cost total|self
+  int64_t pid = -1;            // --pid: only this process's samples
+  std::string comm;            // --comm: only samples of threads of this name
 };
 
 struct ScriptFlags : ReadFlags {

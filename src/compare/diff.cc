@@ -23,10 +23,10 @@ using Counts = std::map<Key, std::pair<uint64_t, uint64_t>>;  // before, after
 // Two decimals, as a JSON number.
 double round2(double v) { return std::round(v * 100.0) / 100.0; }
 
-void count_programs(const analysis::ReportData& d, bool after, Counts& out) {
+void count_programs(const analysis::ReportData& d, bool after, bool total, Counts& out) {
   for (const analysis::ProgramRow& p : d.programs) {
     auto& c = out[{p.name, p.tag}];
-    (after ? c.second : c.first) += p.samples;
+    (after ? c.second : c.first) += p.cost(total);
   }
 }
 
@@ -96,9 +96,10 @@ struct Side {
   bool present = false;
   uint64_t samples = 0, runs = 0, run_ns = 0;
   bool measured = false;
+  bool total = true;  // GateOptions::cost_total
   void add(const analysis::ProgramRow& p) {
     present = true;
-    samples += p.samples;
+    samples += p.cost(total);
     if (p.run_cnt && p.run_time_ns) {
       measured = true;
       runs += *p.run_cnt;
@@ -112,15 +113,19 @@ std::vector<Offender> find_offenders(const analysis::ReportData& before,
                                      const GateOptions& options) {
   // (name, tag) -> before, after; then what only one side has regroups by name.
   std::map<Key, std::pair<Side, Side>> groups;
-  for (const analysis::ProgramRow& p : before.programs) groups[{p.name, p.tag}].first.add(p);
-  for (const analysis::ProgramRow& p : after.programs) groups[{p.name, p.tag}].second.add(p);
+  const Side empty{.total = options.cost_total};
+  auto group = [&](std::map<Key, std::pair<Side, Side>>& m, const Key& key) -> std::pair<Side, Side>& {
+    return m.try_emplace(key, empty, empty).first->second;
+  };
+  for (const analysis::ProgramRow& p : before.programs) group(groups, {p.name, p.tag}).first.add(p);
+  for (const analysis::ProgramRow& p : after.programs) group(groups, {p.name, p.tag}).second.add(p);
   std::map<Key, std::pair<Side, Side>> gated;
   for (const auto& [key, sides] : groups) {
     if (sides.first.present && sides.second.present) {
       gated[key] = sides;
       continue;
     }
-    auto& by_name = gated[{key.first, ""}];
+    auto& by_name = group(gated, {key.first, ""});
     for (const analysis::ProgramRow& p : before.programs) {
       if (p.name == key.first && p.tag == key.second) by_name.first.add(p);
     }
@@ -170,8 +175,8 @@ Diff diff_reports(const analysis::ReportData& before, const analysis::ReportData
   d.before_total = before.profile.total().samples;
   d.after_total = after.profile.total().samples;
   Counts programs, symbols;
-  count_programs(before, false, programs);
-  count_programs(after, true, programs);
+  count_programs(before, false, gate.cost_total, programs);
+  count_programs(after, true, gate.cost_total, programs);
   count_symbols(before, false, symbols);
   count_symbols(after, true, symbols);
   d.programs = entries(programs, d.before_total, d.after_total);
@@ -186,7 +191,10 @@ std::string render_diff_text(const Diff& d) {
   out += fmt::format("# before: {}  samples: {}\n", d.before_path, d.before_total);
   out += fmt::format("# after:  {}  samples: {}\n", d.after_path, d.after_total);
   out += "# percents are of each recording's own samples; rows sorted by |delta|\n#\n";
-  out += "# BPF programs (leaf frame in the program; same name and tag = same program)\n";
+  out += d.gate.cost_total
+             ? "# BPF programs (total: self + callees + dispatch; same name and tag = same "
+               "program)\n"
+             : "# BPF programs (leaf frame in the program; same name and tag = same program)\n";
   out += d.programs.empty() ? "# (no BPF program samples in either recording)\n"
                             : table_text(d.programs, "Tag", "Program");
   out += "#\n# Symbols (leaf frame)\n";

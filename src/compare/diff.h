@@ -33,6 +33,9 @@ struct DiffEntry {
 struct GateOptions {
   std::optional<double> fail_above;     // percentage points
   std::optional<double> fail_above_ns;  // ns per run
+  // A program's samples: its total (self + callees + dispatch, docs/cost.md),
+  // or its self samples alone (`--cost self`); for the program rows too.
+  bool cost_total = true;
   bool active() const { return fail_above || fail_above_ns; }
 };
 
@@ -54,8 +57,9 @@ struct Diff {
   std::vector<Offender> offenders;  // largest growth first (ties by name, tag)
 };
 
-// Leaf frames decide: a program's samples are those whose leaf is in it (all
-// instances with the same name and tag summed), a symbol's those whose leaf it is.
+// A program's samples are its total (or with gate.cost_total false those whose
+// leaf is in it), all instances with the same name and tag summed; a symbol's
+// are those whose leaf it is.
 // With `gate` active, also the offenders.
 Diff diff_reports(const analysis::ReportData& before, const analysis::ReportData& after,
                   const GateOptions& gate = {});

@@ -260,8 +260,10 @@ void PprofBuilder::Impl::add(const analysis::ReportData& data, std::string_view 
         return false;
       }
     }
-    return std::tuple(leaf_program(a), a.thread.pid, a.thread.tid, a.thread.comm, a.thread.cgroup) <
-           std::tuple(leaf_program(b), b.thread.pid, b.thread.tid, b.thread.comm, b.thread.cgroup);
+    return std::tuple(leaf_program(a), a.thread.pid, a.thread.tid, a.thread.comm, a.thread.cgroup,
+                      a.charge) <
+           std::tuple(leaf_program(b), b.thread.pid, b.thread.tid, b.thread.comm, b.thread.cgroup,
+                      b.charge);
   });
 
   std::vector<uint64_t> stack;
@@ -286,6 +288,22 @@ void PprofBuilder::Impl::add(const analysis::ReportData& data, std::string_view 
       str_label(labels, "owner", prog.owner);
       str_label(labels, "owner_cgroup", prog.owner_cgroup);
       str_label(labels, "attach", prog.attach);
+    }
+    // Whom the sample is charged to (docs/cost.md): its kind, the programs
+    // and their owners; several share a hook's dispatch (an estimate).
+    if (key.charge != 0) {
+      static constexpr std::string_view kKinds[] = {"self", "callees", "dispatch"};
+      const profile::Charge& charge = prof.charge(key.charge);
+      std::string names, owners;
+      for (uint32_t i : charge.programs) {
+        if (i > data.programs.size()) continue;
+        names += (names.empty() ? "" : ",") + data.programs[i - 1].name;
+        owners += (owners.empty() ? "" : ",") + data.programs[i - 1].owner;
+      }
+      str_label(labels, "bpf_cost", kKinds[static_cast<int>(charge.kind)]);
+      str_label(labels, "bpf_cost_prog", names);
+      str_label(labels, "bpf_cost_owner", owners);
+      if (charge.programs.size() > 1) str_label(labels, "bpf_cost_estimated", "true");
     }
     str_label(labels, "comm", key.thread.comm);
     num_label(labels, "pid", key.thread.pid);

@@ -176,7 +176,9 @@ perf_event_attr make_sampling_attr(const SamplingConfig& config) {
                      PERF_SAMPLE_TIME | PERF_SAMPLE_CPU | PERF_SAMPLE_PERIOD;
   if (config.callchain) attr.sample_type |= PERF_SAMPLE_CALLCHAIN;
   if (config.cgroup) attr.sample_type |= PERF_SAMPLE_CGROUP;
-  attr.exclude_callchain_user = 0;
+  // Kernel stacks alone cost the kernel no user-stack walk (no page faults,
+  // no copies) and are all a BPF program's cost needs.
+  attr.exclude_callchain_user = config.callchain && !config.user_callchain ? 1 : 0;
   set_monotonic_clock(attr);
   attr.disabled = 1;
   attr.inherit = config.inherit ? 1 : 0;

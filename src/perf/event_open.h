@@ -42,7 +42,8 @@ struct SamplingConfig {
   EventSpec event;
   std::optional<uint64_t> freq;    // -F
   std::optional<uint64_t> period;  // -c
-  bool callchain = false;          // -g
+  bool callchain = false;          // PERF_SAMPLE_CALLCHAIN
+  bool user_callchain = false;     // with user stacks too (else exclude_callchain_user)
   bool inherit = false;            // following a command or pid
   bool enable_on_exec = false;
   bool cgroup = false;             // PERF_SAMPLE_CGROUP (record --cgroup)
@@ -50,6 +51,7 @@ struct SamplingConfig {
 };
 
 // sample_type = IDENTIFIER|IP|TID|TIME|CPU|PERIOD (+CALLCHAIN, +CGROUP), sample_id_all,
+// exclude_callchain_user unless user_callchain,
 // use_clockid CLOCK_MONOTONIC, disabled, size = kAttrSizeWritten.
 perf_event_attr make_sampling_attr(const SamplingConfig& config);
 

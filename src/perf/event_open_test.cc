@@ -49,7 +49,7 @@ TEST(EventOpenTest, ParseCpuList) {
 
 TEST(EventOpenTest, SamplingAttr) {
   SamplingConfig config{.event = *parse_event("cycles"), .freq = 999, .callchain = true,
-                        .inherit = true, .wakeup_watermark = 4096};
+                        .user_callchain = true, .inherit = true, .wakeup_watermark = 4096};
   perf_event_attr attr = make_sampling_attr(config);
   EXPECT_EQ(attr.size, kAttrSizeWritten);
   EXPECT_EQ(attr.type, PERF_TYPE_HARDWARE);
@@ -67,6 +67,12 @@ TEST(EventOpenTest, SamplingAttr) {
   EXPECT_EQ(attr.exclude_callchain_user, 0u);
   EXPECT_EQ(attr.watermark, 1u);
   EXPECT_EQ(attr.wakeup_watermark, 4096u);
+
+  // Kernel callchains only (record's default): no user stack copies.
+  config.user_callchain = false;
+  attr = make_sampling_attr(config);
+  EXPECT_NE(attr.sample_type & PERF_SAMPLE_CALLCHAIN, 0u);
+  EXPECT_EQ(attr.exclude_callchain_user, 1u);
 
   config.period = 100000;
   config.callchain = false;

@@ -29,9 +29,19 @@ std::string_view scope_id(std::string_view segment, std::string_view prefix) {
   return is_hex64(id) ? id : std::string_view();
 }
 
+// The value of `key` for samples with this leaf and thread; `charged`, when
+// not 0, is the program they are charged to (GroupOptions::cost_total) as
+// `kind` says.
 std::string value_of(SortKey key, const Frame* leaf, const Thread& thread,
-                     const GroupOptions& options) {
+                     const GroupOptions& options, uint32_t charged, ChargeKind kind) {
   const std::vector<std::string>& program_names = options.program_names;
+  if (charged != 0 && (key == SortKey::kProg || key == SortKey::kOwner || key == SortKey::kAttach)) {
+    const std::vector<std::string>& values = key == SortKey::kProg    ? options.program_names
+                                             : key == SortKey::kOwner ? options.program_owners
+                                                                      : options.program_attach;
+    if (charged <= values.size()) return values[charged - 1];
+    return key == SortKey::kProg ? fmt::format("[program {}]", charged) : "[unknown]";
+  }
   switch (key) {
     case SortKey::kProg:
       // A trampoline or dispatcher belongs to no program: its own name says most.
@@ -48,6 +58,9 @@ std::string value_of(SortKey key, const Frame* leaf, const Thread& thread,
     case SortKey::kPid:
       return fmt::format("{}:{}", thread.pid, thread.comm);
     case SortKey::kLine:
+      // A program's callees and dispatch are not its lines: say which they are.
+      if (charged != 0 && kind == ChargeKind::kCallee) return "[callees]";
+      if (charged != 0 && kind == ChargeKind::kDispatch) return "[dispatch]";
       return leaf && !leaf->line.empty() ? std::string(leaf->line) : "[unknown]";
     case SortKey::kCgroup:
       return thread.cgroup.empty() ? "[unknown]" : std::string(thread.cgroup);
@@ -183,28 +196,55 @@ bool is_bpf_leaf(const Frame* leaf) {
 std::vector<Row> group(const Profile& profile, const GroupOptions& options) {
   const bool has_sym =
       std::find(options.keys.begin(), options.keys.end(), SortKey::kSym) != options.keys.end();
+  const bool by_program = std::any_of(options.keys.begin(), options.keys.end(), [](SortKey k) {
+    return k == SortKey::kProg || k == SortKey::kOwner || k == SortKey::kAttach;
+  });
   std::vector<Row> rows;
   std::unordered_map<std::string, size_t> index;
   std::string joined;
+  // The (charged program, counts) parts of one sample key.
+  std::vector<std::pair<uint32_t, Counts>> parts;
+  std::vector<uint64_t> weights;
   for (const auto& [key, counts] : profile.samples()) {
     const Frame* leaf = profile.leaf(key.stack);
-    if (options.bpf_only && !is_bpf_leaf(leaf)) continue;
-    Row row;
-    joined.clear();
-    for (SortKey k : options.keys) {
-      row.values.push_back(value_of(k, leaf, key.thread, options));
-      joined += row.values.back();
-      joined += '\x1f';
+    const Charge* charge =
+        options.cost_total && key.charge != 0 ? &profile.charge(key.charge) : nullptr;
+    if (options.bpf_only && !is_bpf_leaf(leaf) && charge == nullptr) continue;
+    parts.clear();
+    if (charge == nullptr || !by_program) {
+      parts.emplace_back(charge ? charge->programs.front() : 0, counts);
+    } else {
+      weights.clear();
+      for (uint32_t p : charge->programs) {
+        weights.push_back(p <= options.program_weights.size() ? options.program_weights[p - 1] : 0);
+      }
+      const std::vector<uint64_t> samples = split_by_weight(counts.samples, weights);
+      const std::vector<uint64_t> period = split_by_weight(counts.period, weights);
+      for (size_t i = 0; i < weights.size(); i++) {
+        if (samples[i] != 0 || period[i] != 0) {
+          parts.emplace_back(charge->programs[i], Counts{samples[i], period[i]});
+        }
+      }
     }
-    if (has_sym) {
-      row.sym_dso = leaf ? std::string(leaf->dso) : "[unknown]";
-      joined += row.sym_dso;
+    for (const auto& [charged, part] : parts) {
+      Row row;
+      joined.clear();
+      for (SortKey k : options.keys) {
+        row.values.push_back(value_of(k, leaf, key.thread, options, charged,
+                                      charge ? charge->kind : ChargeKind::kSelf));
+        joined += row.values.back();
+        joined += '\x1f';
+      }
+      if (has_sym) {
+        row.sym_dso = leaf ? std::string(leaf->dso) : "[unknown]";
+        joined += row.sym_dso;
+      }
+      auto [it, inserted] = index.emplace(joined, rows.size());
+      if (inserted) rows.push_back(std::move(row));
+      Row& target = rows[it->second];
+      target.counts += part;
+      if (options.with_stacks) target.stacks.emplace_back(key.stack, part);
     }
-    auto [it, inserted] = index.emplace(joined, rows.size());
-    if (inserted) rows.push_back(std::move(row));
-    Row& target = rows[it->second];
-    target.counts += counts;
-    if (options.with_stacks) target.stacks.emplace_back(key.stack, counts);
   }
   std::sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) {
     if (a.counts.samples != b.counts.samples) return a.counts.samples > b.counts.samples;
@@ -212,6 +252,29 @@ std::vector<Row> group(const Profile& profile, const GroupOptions& options) {
     return a.sym_dso < b.sym_dso;
   });
   return rows;
+}
+
+std::vector<uint64_t> split_by_weight(uint64_t n, std::span<const uint64_t> weights) {
+  std::vector<uint64_t> out(weights.size(), 0);
+  if (weights.empty()) return out;
+  uint64_t sum = 0;
+  for (uint64_t w : weights) sum += w;
+  // No weight: equal parts.
+  auto weight = [&](size_t k) -> uint64_t { return sum == 0 ? 1 : weights[k]; };
+  const unsigned __int128 total = sum == 0 ? weights.size() : sum;
+  uint64_t given = 0;
+  std::vector<std::pair<uint64_t, size_t>> remainders;  // (remainder, index)
+  for (size_t k = 0; k < weights.size(); k++) {
+    const unsigned __int128 exact = static_cast<unsigned __int128>(n) * weight(k);
+    out[k] = static_cast<uint64_t>(exact / total);
+    remainders.emplace_back(static_cast<uint64_t>(exact % total), k);
+    given += out[k];
+  }
+  // Largest remainders first, ties to the earlier weight.
+  std::stable_sort(remainders.begin(), remainders.end(),
+                   [](const auto& a, const auto& b) { return a.first > b.first; });
+  for (size_t k = 0; given < n; k++, given++) out[remainders[k].second]++;
+  return out;
 }
 
 CallNode callers_tree(const Profile& profile,

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -44,6 +45,13 @@ struct GroupOptions {
   std::vector<std::string> program_attach;  // the same (sort key attach)
   bool bpf_only = false;   // keep samples whose leaf is BPF code (program or trampoline)
   bool with_stacks = false;  // fill Row::stacks (for callers trees)
+  // Keys prog, owner and attach name the program a sample is charged to
+  // (SampleKey::charge: self, callee or dispatch), and bpf_only keeps every
+  // charged sample; a hook's dispatch shared by several programs is split by
+  // program_weights (their self + callees, indexed like program_names).
+  // False: the leaf's program, as `--cost self`.
+  bool cost_total = false;
+  std::vector<uint64_t> program_weights;
 };
 
 // One line of a table: the values of the sort keys of its samples.
@@ -53,6 +61,11 @@ struct Row {
   Counts counts;
   std::vector<std::pair<StackId, Counts>> stacks;  // with_stacks only
 };
+
+// `n` split in proportion to `weights` (equal parts when all are 0), whole
+// numbers summing to `n`: the largest remainders get the rest, ties to the
+// earlier weight.
+std::vector<uint64_t> split_by_weight(uint64_t n, std::span<const uint64_t> weights);
 
 // Rows sorted by samples (descending), ties by values, so output is stable.
 std::vector<Row> group(const Profile& profile, const GroupOptions& options);

@@ -33,7 +33,23 @@ size_t SampleKeyHash::operator()(const SampleKey& k) const {
   size_t h = mix(k.stack, k.thread.pid);
   h = mix(h, k.thread.tid);
   h = mix(h, std::hash<std::string_view>()(k.thread.cgroup));
+  h = mix(h, k.charge);
   return mix(h, std::hash<std::string_view>()(k.thread.comm));
+}
+
+size_t ChargeHash::operator()(const Charge& c) const {
+  size_t h = static_cast<size_t>(c.kind);
+  for (uint32_t p : c.programs) h = mix(h, p);
+  return h;
+}
+
+ChargeId Profile::add_charge(const Charge& charge) {
+  auto it = charge_index_.find(charge);
+  if (it != charge_index_.end()) return it->second;
+  const ChargeId id = static_cast<ChargeId>(charges_.size() + 1);
+  auto [pos, inserted] = charge_index_.emplace(charge, id);
+  charges_.push_back(&pos->first);
+  return id;
 }
 
 FrameId Profile::add_frame(const Frame& frame) {
@@ -58,8 +74,8 @@ StackId Profile::add_stack(const std::vector<FrameId>& leaf_first) {
   return id;
 }
 
-Counts& Profile::slot(StackId stack, const Thread& thread) {
-  SampleKey key{stack, thread};
+Counts& Profile::slot(StackId stack, const Thread& thread, ChargeId charge) {
+  SampleKey key{stack, thread, charge};
   auto it = samples_.find(key);
   if (it == samples_.end()) {
     key.thread.comm = strings_.intern(thread.comm);
@@ -90,8 +106,10 @@ void Profile::merge(const Profile& other) {
     for (FrameId f : *other.stacks_[i]) buf.push_back(frame_map[f]);
     stack_map[i] = add_stack(buf);
   }
+  std::vector<ChargeId> charge_map(other.charges_.size() + 1, 0);
+  for (size_t i = 0; i < other.charges_.size(); i++) charge_map[i + 1] = add_charge(*other.charges_[i]);
   for (const auto& [key, counts] : other.samples_) {
-    SampleKey mapped{stack_map[key.stack], key.thread};
+    SampleKey mapped{stack_map[key.stack], key.thread, charge_map[key.charge]};
     auto it = samples_.find(mapped);
     if (it == samples_.end()) {
       mapped.thread.comm = strings_.intern(key.thread.comm);

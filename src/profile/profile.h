@@ -21,6 +21,7 @@ namespace bpfprof::profile {
 
 using FrameId = uint32_t;
 using StackId = uint32_t;
+using ChargeId = uint32_t;  // 0 = the sample is charged to no BPF program
 using symbols::FrameKind;
 
 // One symbolized code location as reports group it. Strings are views into
@@ -57,10 +58,26 @@ struct Counts {
   }
 };
 
+// Which BPF program(s) a sample is charged to, from its kernel callchain
+// (analysis/cost.h): its leaf is in the program (self), the chain passes
+// through it (callee), or the sample is in the machinery of a hook the
+// programs are attached at (dispatch: several programs when they share it).
+enum class ChargeKind : uint8_t { kSelf, kCallee, kDispatch };
+struct Charge {
+  ChargeKind kind = ChargeKind::kSelf;
+  std::vector<uint32_t> programs;  // Frame::bpf_program values, ascending
+
+  bool operator==(const Charge&) const = default;
+};
+struct ChargeHash {
+  size_t operator()(const Charge& c) const;
+};
+
 // The aggregation key of samples.
 struct SampleKey {
   StackId stack = 0;
   Thread thread;
+  ChargeId charge = 0;
 
   bool operator==(const SampleKey&) const = default;
 };
@@ -87,14 +104,19 @@ class Profile {
   FrameId add_frame(const Frame& frame);
   // Interns a stack of frame ids, leaf first. An empty stack is valid.
   StackId add_stack(const std::vector<FrameId>& leaf_first);
+  // Interns a charge; ids start at 1 (0 is "no charge").
+  ChargeId add_charge(const Charge& charge);
+  // The charge of id (not 0).
+  const Charge& charge(ChargeId id) const { return *charges_[id - 1]; }
   // Counts one sample of `period` on `stack` run by `thread`.
-  void add_sample(StackId stack, const Thread& thread, uint64_t period, uint64_t time) {
-    add_to(slot(stack, thread), period, time);
+  void add_sample(StackId stack, const Thread& thread, uint64_t period, uint64_t time,
+                  ChargeId charge = 0) {
+    add_to(slot(stack, thread, charge), period, time);
   }
   // The counts of (stack, thread), created at zero (and its comm interned) on
   // first use. The reference stays valid for the Profile's lifetime, also
   // across moves, so callers may cache it.
-  Counts& slot(StackId stack, const Thread& thread);
+  Counts& slot(StackId stack, const Thread& thread, ChargeId charge = 0);
   // Counts one sample of `period` at `time` into a slot of this Profile.
   void add_to(Counts& slot, uint64_t period, uint64_t time) {
     const Counts c{1, period};
@@ -131,6 +153,8 @@ class Profile {
   std::vector<const Frame*> frames_;  // keys of frame_index_ (node-stable)
   std::unordered_map<std::vector<FrameId>, StackId, StackHash> stack_index_;
   std::vector<const std::vector<FrameId>*> stacks_;  // keys of stack_index_
+  std::unordered_map<Charge, ChargeId, ChargeHash> charge_index_;
+  std::vector<const Charge*> charges_;  // keys of charge_index_, id - 1
   std::unordered_map<SampleKey, Counts, SampleKeyHash> samples_;
   Counts total_;
   uint64_t first_time_ = 0, last_time_ = 0;

@@ -37,7 +37,8 @@ struct RecordOptions {
   std::optional<std::string> event;     // -e (unset: cycles, else cpu-clock)
   std::optional<uint64_t> frequency;    // -F
   std::optional<uint64_t> period;       // -c
-  bool callchain = false;               // -g
+  bool callchain = false;               // -g: user stacks too
+  bool kernel_callchain = true;         // kernel stacks (a BPF program's cost); --no-callchain
   std::string output = "perf.data";     // -o
   std::optional<double> duration_s;     // -d
   uint32_t mmap_pages = kDefaultMmapPages;         // -m

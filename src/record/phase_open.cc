@@ -51,7 +51,8 @@ EventRequest event_request(const RecordOptions& o, const perf::EventSpec& spec,
   r.sampling.event = spec;
   r.sampling.period = o.period;
   r.sampling.freq = o.period ? std::nullopt : std::optional(o.frequency.value_or(kDefaultFrequency));
-  r.sampling.callchain = o.callchain;
+  r.sampling.callchain = o.callchain || o.kernel_callchain;
+  r.sampling.user_callchain = o.callchain;
   r.sampling.inherit = !o.samples_system_wide();
   r.sampling.enable_on_exec = !o.samples_system_wide() && !o.command.empty();
   r.sampling.cgroup = o.cgroup;

@@ -21,6 +21,9 @@ void merge(ProgramGroup& g, const analysis::ProgramRow& p) {
   analysis::ProgramRow& r = g.row;
   g.ids.push_back(p.id);
   r.samples += p.samples;
+  r.callee_samples += p.callee_samples;
+  r.dispatch_samples += p.dispatch_samples;
+  r.dispatch_estimated = r.dispatch_estimated || p.dispatch_estimated;
   r.load_ns = std::min(r.load_ns, p.load_ns);
   if (!r.unload_ns || !p.unload_ns) {
     r.unload_ns.reset();
@@ -86,7 +89,8 @@ std::string join_attach_points(std::vector<std::string>& points, const std::stri
   return out;
 }
 
-std::vector<ProgramGroup> program_groups(const analysis::ReportData& data, bool instances) {
+std::vector<ProgramGroup> program_groups(const analysis::ReportData& data, bool instances,
+                                         bool total) {
   static const std::string kNoTag(16, '0');
   std::vector<ProgramGroup> out;
   std::map<std::pair<std::string, std::string>, size_t> by_code;  // (name, tag) -> out index
@@ -109,8 +113,8 @@ std::vector<ProgramGroup> program_groups(const analysis::ReportData& data, bool 
     // Every instance's points, each once; none known of any: the first's word.
     g.row.attach = join_attach_points(g.row.attach_points, g.row.attach);
   }
-  std::stable_sort(out.begin(), out.end(), [](const ProgramGroup& a, const ProgramGroup& b) {
-    return a.row.samples > b.row.samples;
+  std::stable_sort(out.begin(), out.end(), [total](const ProgramGroup& a, const ProgramGroup& b) {
+    return a.row.cost(total) > b.row.cost(total);
   });
   return out;
 }

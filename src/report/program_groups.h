@@ -15,7 +15,7 @@
 namespace bpfprof::report {
 
 // One row of the program table. `row` holds the merged figures: samples
-// (also per function) and run statistics summed (run statistics over the
+// (self, also per function; callees, dispatch, estimated if any instance's is) and run statistics summed (run statistics over the
 // instances that have them; none if none has), `load_ns` the first load,
 // `unload_ns` the last unload (none while any instance is still loaded),
 // `owner` every distinct owner in load order (comma-separated), `owner_pids`
@@ -29,9 +29,11 @@ struct ProgramGroup {
   std::vector<uint32_t> ids;  // every instance's id, in load order
 };
 
-// Rows sorted by samples, most first; ties keep the first instance's order.
-// With `instances`, one row per instance (ids holds its own id).
-std::vector<ProgramGroup> program_groups(const analysis::ReportData& data, bool instances);
+// Rows sorted by cost (total, or self with `total` false), most first; ties
+// keep the first instance's order. With `instances`, one row per instance
+// (ids holds its own id).
+std::vector<ProgramGroup> program_groups(const analysis::ReportData& data, bool instances,
+                                         bool total = true);
 
 // Merging the owners and attach points of instances, shared with `top`:
 // appends the comma-separated owners of `more` that `owners` does not name

@@ -18,7 +18,16 @@ struct RenderOptions {
   bool callgraph = false;  // callers tree below each entry
   bool instances = false;  // program table: every instance on its own row
   bool verbose = false;    // program table: JIT and translated sizes, verified insns
+  // A program's cost is its total (self + callees + dispatch, docs/cost.md),
+  // or with false its self samples alone (`--cost self`): the program
+  // table's order, the owner line, and what keys prog/owner/attach and
+  // bpf_only count.
+  bool cost_total = true;
 };
+
+// How the table of sort keys groups `data` under `options`, for `keys`.
+profile::GroupOptions group_options(const analysis::ReportData& data, const RenderOptions& options,
+                                    std::vector<profile::SortKey> keys);
 
 // Callers-tree branches below this share of their entry are not printed.
 inline constexpr double kCallerPercentLimit = 0.5;

@@ -27,10 +27,10 @@ Json tree_json(const profile::CallNode& node, uint64_t entry_samples) {
   return children;
 }
 
-Json programs_json(const analysis::ReportData& d, bool instances) {
+Json programs_json(const analysis::ReportData& d, bool instances, bool cost_total) {
   const uint64_t total = d.profile.total().samples;
   Json out = Json::array();
-  for (const ProgramGroup& g : program_groups(d, instances)) {
+  for (const ProgramGroup& g : program_groups(d, instances, cost_total)) {
     const analysis::ProgramRow& p = g.row;
     Json functions = Json::array();
     for (const analysis::FunctionRow& f : p.functions) {
@@ -47,6 +47,12 @@ Json programs_json(const analysis::ReportData& d, bool instances) {
                     {"tag", p.tag},
                     {"samples", p.samples},
                     {"percent", percent_of_rounded(p.samples, total)},
+                    {"self_samples", p.samples},
+                    {"callee_samples", p.callee_samples},
+                    {"dispatch_samples", p.dispatch_samples},
+                    {"total_samples", p.total_samples()},
+                    {"total_percent", percent_of_rounded(p.total_samples(), total)},
+                    {"dispatch_estimated", p.dispatch_estimated},
                     {"load_ns", p.load_ns},
                     {"unload_ns", p.unload_ns ? Json(*p.unload_ns) : Json(nullptr)},
                     {"owner", p.owner},
@@ -73,13 +79,7 @@ Json programs_json(const analysis::ReportData& d, bool instances) {
 // Rows of `keys`; each row names its key values by key name.
 Json rows_json(const analysis::ReportData& d, const RenderOptions& o, std::vector<SortKey> keys,
                bool symbols_shape) {
-  profile::GroupOptions g;
-  g.keys = keys;
-  g.program_names = analysis::program_names(d);
-  g.program_owners = analysis::program_owners(d);
-  g.program_attach = analysis::program_attach_points(d);
-  g.bpf_only = o.bpf_only;
-  g.with_stacks = o.callgraph;
+  const profile::GroupOptions g = group_options(d, o, keys);
   const uint64_t total = d.profile.total().samples;
   const bool has_dso = std::find(keys.begin(), keys.end(), SortKey::kDso) != keys.end();
   Json out = Json::array();
@@ -124,6 +124,8 @@ std::string render_json(const analysis::ReportData& d, const RenderOptions& o) {
   j["lost"] = h.lost;
   j["throttled"] = h.throttled;
   j["bpf_only"] = o.bpf_only;
+  j["cost"] = o.cost_total ? "total" : "self";
+  j["callchains"] = d.callchains;
   if (d.enrichment) {
     const analysis::EnrichmentSummary& e = *d.enrichment;
     j["enrichment"] = Json{{"path", e.path},
@@ -141,17 +143,18 @@ std::string render_json(const analysis::ReportData& d, const RenderOptions& o) {
                            {"bpf_stats", e.bpf_stats}};
   }
   Json owners = Json::array();
-  for (const analysis::OwnerCost& c : analysis::cost_by_owner(d)) {
+  for (const analysis::OwnerCost& c : analysis::cost_by_owner(d, o.cost_total)) {
     owners.push_back(Json{{"owner", c.owner},
                           {"cgroup", c.cgroups},
                           {"samples", c.samples},
                           {"percent", percent_of_rounded(c.samples, d.profile.total().samples)},
-                          {"programs", c.programs}});
+                          {"programs", c.programs},
+                          {"estimated", c.estimated}});
   }
   j["owners"] = std::move(owners);
-  j["programs"] = programs_json(d, o.instances);
+  j["programs"] = programs_json(d, o.instances, o.cost_total);
   const bool default_keys = o.keys == std::vector<SortKey>{SortKey::kSym};
-  j["symbols"] = rows_json(d, default_keys ? o : RenderOptions{{SortKey::kSym}, o.bpf_only, false},
+  j["symbols"] = rows_json(d, default_keys ? o : RenderOptions{{SortKey::kSym}, o.bpf_only, false, false, false, o.cost_total},
                            {SortKey::kSym}, true);
   if (!default_keys) {
     std::vector<std::string> names;

@@ -65,13 +65,15 @@ TEST_F(RenderTest, TextHasHeaderProgramsSymbolsAndDiagnostics) {
   EXPECT_NE(text.find("# host: box  kernel: 6.1.0  arch: x86_64\n"), std::string::npos) << text;
   EXPECT_NE(text.find("# duration: 0.500000 s  samples: 10  lost: 3  throttled: 1\n"),
             std::string::npos) << text;
-  // Program row: samples, percent, instances, id, tag, alive from/to
-  // relative to the start.
-  EXPECT_NE(text.find("# Samples  Percent  Inst  Ids  Tag               First load  Last unload  "
-                      "Attach     Program / functions\n"),
+  // Program row: self, callees, dispatch, total, percent, instances, id,
+  // tag, alive from/to relative to the start; no callchains here: self only.
+  EXPECT_NE(text.find("# Self  Callees  Dispatch  Total  Percent  Inst  Ids  Tag               "
+                      "First load  Last unload  Attach     Program / functions\n"),
             std::string::npos) << text;
-  EXPECT_NE(text.find("        6   60.00%     1   42  0011223344556677  +0.100000   +0.200000    "
-                      "[unknown]  burn\n"),
+  EXPECT_NE(text.find("     6        -         -      6   60.00%     1   42  0011223344556677  "
+                      "+0.100000   +0.200000    [unknown]  burn\n"),
+            std::string::npos) << text;
+  EXPECT_NE(text.find("# callees and dispatch: not measured, the recording has no callchains"),
             std::string::npos) << text;
   EXPECT_NE(text.find("  bpf_prog_0011223344556677_sub\n"), std::string::npos) << text;
   EXPECT_NE(text.find("     1    7  8899aabbccddeeff  start       end          [unknown]  idle\n"),
@@ -167,11 +169,11 @@ TEST_F(RenderTest, ProgramTableGroupsInstancesOfTheSameCode) {
       analysis::ProgramRow{61, "anon", std::string(16, '0'), 0, std::nullopt, 0, {}});
 
   const std::string text = render_text(d_, {});
-  EXPECT_NE(text.find("        9   90.00%    40   0.006     150     2  42,50  0011223344556677  "
-                      "+0.100000   end          [unknown]  burn\n"),
+  EXPECT_NE(text.find("     9        -         -      9   90.00%    40   0.006     150     2  "
+                      "42,50  0011223344556677  +0.100000   end          [unknown]  burn\n"),
             std::string::npos) << text;
-  EXPECT_NE(text.find("        5      "), std::string::npos) << text;  // burn: 4 + 1
-  EXPECT_NE(text.find("        4      "), std::string::npos) << text;  // sub: 2 + 2
+  EXPECT_NE(text.find("\n     5      "), std::string::npos) << text;  // burn: 4 + 1
+  EXPECT_NE(text.find("\n     4      "), std::string::npos) << text;  // sub: 2 + 2
   EXPECT_NE(text.find("     1     60  0000000000000000"), std::string::npos) << text;
   EXPECT_NE(text.find("     1     61  0000000000000000"), std::string::npos) << text;
 
@@ -232,9 +234,10 @@ TEST_F(RenderTest, CostByOwnerChargesEachInstanceToItsOwner) {
   for (int i = 0; i < 3; i++) p.add_sample(p.add_stack({burn2}), {20, 20, "agent-b"}, 100, 1);
 
   const std::string text = render_text(d_, {});
-  EXPECT_NE(text.find("# BPF cost by owner: agent-a[10] 46.15% (6), agent-b[20] 23.08% (3)\n"),
+  EXPECT_NE(text.find("# BPF cost by owner (total): agent-a[10] 46.15% (6), agent-b[20] 23.08% (3)\n"),
             std::string::npos) << text;
-  EXPECT_NE(text.find("     9   69.23%     2  42-43  0011223344556677"), std::string::npos) << text;
+  EXPECT_NE(text.find("     9        -         -      9   69.23%     2  42-43  0011223344556677"),
+            std::string::npos) << text;
 
   const auto j = nlohmann::json::parse(render_json(d_, {}));
   ASSERT_EQ(j["owners"].size(), 2u) << j["owners"];

@@ -62,21 +62,39 @@ std::string header_text(const analysis::ReportData& d) {
 constexpr size_t kIdsWidth = 24;
 
 std::string programs_text(const analysis::ReportData& d, const RenderOptions& o) {
-  std::string out = "#\n# BPF programs: samples whose leaf frame is in the program, "
-                    "percent of all samples\n";
+  std::string out =
+      "#\n# BPF programs: samples in the program (Self), under it (Callees: helpers, maps, "
+      "kfuncs)\n# and in the hook that runs it (Dispatch); Total = their sum; Percent: of "
+      "all samples, by " +
+      std::string(o.cost_total ? "Total" : "Self") + " (docs/cost.md)\n";
   if (d.programs.empty()) return out + "# (no BPF programs in this recording)\n";
+  if (!d.callchains) {
+    out += "# callees and dispatch: not measured, the recording has no callchains (record with "
+           "-g or bpfprof record's default); cost is self only\n";
+  }
   // Who pays: every owner's BPF samples in one line.
   std::vector<std::string> owners;
-  for (const analysis::OwnerCost& c : analysis::cost_by_owner(d)) {
+  for (const analysis::OwnerCost& c : analysis::cost_by_owner(d, o.cost_total)) {
     // With the owner's cgroup where the recording names it.
     const std::string in = c.cgroups == "[unknown]" ? std::string() : " in " + c.cgroups;
-    owners.push_back(fmt::format("{}{} {} ({})", c.owner, in,
-                                 percent(c.samples, d.profile.total().samples), c.samples));
+    owners.push_back(fmt::format("{}{} {} ({}{})", c.owner, in,
+                                 percent(c.samples, d.profile.total().samples),
+                                 c.estimated ? "~" : "", c.samples));
   }
-  out += fmt::format("# BPF cost by owner: {}\n", owners.empty() ? "none" : fmt::format("{}", fmt::join(owners, ", ")));
+  out += fmt::format("# BPF cost by owner ({}): {}\n", o.cost_total ? "total" : "self",
+                     owners.empty() ? "none" : fmt::format("{}", fmt::join(owners, ", ")));
+  bool any_estimated = false;
+  for (const analysis::ProgramRow& p : d.programs) any_estimated = any_estimated || p.dispatch_estimated;
+  if (any_estimated && o.cost_total) {
+    out += "# ~: dispatch of a hook several programs share, split by their self + callees "
+           "(estimated)\n";
+  }
   // With run statistics: what the kernel measured, beside the sampled share.
   const bool stats = d.enrichment && d.enrichment->bpf_stats;
-  std::vector<Table::Column> columns{{"Samples", Table::Align::kRight},
+  std::vector<Table::Column> columns{{"Self", Table::Align::kRight},
+                                     {"Callees", Table::Align::kRight},
+                                     {"Dispatch", Table::Align::kRight},
+                                     {"Total", Table::Align::kRight},
                                      {"Percent", Table::Align::kRight}};
   if (stats) {
     columns.insert(columns.end(), {{"Runs", Table::Align::kRight},
@@ -102,9 +120,14 @@ std::string programs_text(const analysis::ReportData& d, const RenderOptions& o)
   const size_t width = columns.size();
   Table t(std::move(columns));
   const uint64_t total = d.profile.total().samples;
-  for (const ProgramGroup& g : program_groups(d, o.instances)) {
+  for (const ProgramGroup& g : program_groups(d, o.instances, o.cost_total)) {
     const analysis::ProgramRow& p = g.row;
-    std::vector<std::string> cells{std::to_string(p.samples), percent(p.samples, total)};
+    std::vector<std::string> cells{
+        std::to_string(p.samples),
+        d.callchains ? std::to_string(p.callee_samples) : "-",
+        d.callchains ? fmt::format("{}{}", p.dispatch_estimated ? "~" : "", p.dispatch_samples)
+                     : "-",
+        std::to_string(p.total_samples()), percent(p.cost(o.cost_total), total)};
     if (stats) {
       const bool known = p.run_cnt && p.run_time_ns;
       cells.push_back(known ? std::to_string(*p.run_cnt) : "-");
@@ -145,13 +168,7 @@ void tree_lines(const profile::CallNode& node, uint64_t entry_samples, int depth
 }
 
 std::string entries_text(const analysis::ReportData& d, const RenderOptions& o) {
-  profile::GroupOptions g;
-  g.keys = o.keys;
-  g.program_names = analysis::program_names(d);
-  g.program_owners = analysis::program_owners(d);
-  g.program_attach = analysis::program_attach_points(d);
-  g.bpf_only = o.bpf_only;
-  g.with_stacks = o.callgraph;
+  const profile::GroupOptions g = group_options(d, o, o.keys);
   std::vector<profile::Row> rows = profile::group(d.profile, g);
   const bool dso = std::find(o.keys.begin(), o.keys.end(), SortKey::kDso) != o.keys.end();
   std::vector<Table::Column> columns{{"Overhead", Table::Align::kRight},
@@ -186,7 +203,9 @@ std::string entries_text(const analysis::ReportData& d, const RenderOptions& o) 
   std::vector<std::string_view> key_names;
   for (SortKey k : o.keys) key_names.push_back(profile::sort_key_name(k));
   std::string title = fmt::format("#\n# Samples by {}{}\n", fmt::join(key_names, ","),
-                                  o.bpf_only ? " (BPF leaf frames only)" : "");
+                                  !o.bpf_only        ? ""
+                                  : o.cost_total     ? " (samples charged to BPF programs only)"
+                                                     : " (BPF leaf frames only)");
   if (rows.empty()) return title + "# (no samples)\n";
   return title + t.render();
 }
@@ -214,6 +233,20 @@ std::string relative_time(uint64_t t, uint64_t start_ns) {
   if (t == 0) return "start";
   double s = (static_cast<double>(t) - static_cast<double>(start_ns)) / 1e9;
   return fmt::format("{:+.6f}", s);
+}
+
+profile::GroupOptions group_options(const analysis::ReportData& d, const RenderOptions& o,
+                                    std::vector<profile::SortKey> keys) {
+  profile::GroupOptions g;
+  g.keys = std::move(keys);
+  g.program_names = analysis::program_names(d);
+  g.program_owners = analysis::program_owners(d);
+  g.program_attach = analysis::program_attach_points(d);
+  g.bpf_only = o.bpf_only;
+  g.with_stacks = o.callgraph;
+  g.cost_total = o.cost_total;
+  g.program_weights = analysis::program_weights(d);
+  return g;
 }
 
 std::string render_text(const analysis::ReportData& data, const RenderOptions& options) {

@@ -78,7 +78,8 @@ void format_sample(const analysis::Session& session, const analysis::OrderedSamp
     const uint64_t off = offset_known(leaf, ip) ? ip - leaf.symbol_start : 0;
     // {"comm":..,"pid":..,"tid":..,"cpu":..,"time":..,"period":..,"ip":"0x..",
     //  "sym":..,"off":..,"dso":..[,"bpf_prog_id":..,"bpf_prog":..,"owner":..,
-    //  "owner_cgroup":..,"attach":..[,"cgroup":..]]}, as
+    //  "owner_cgroup":..,"attach":..[,"cgroup":..]][,"bpf_cost":..,
+    //  "bpf_cost_prog_ids":[..][,"dispatch_estimated":true]]}, as
     // nlohmann::ordered_json dumps it.
     const JsonString comm_json(comm), sym_json(leaf.symbol), dso_json(leaf.dso);
     const symbols::BpfProgram* prog =
@@ -109,7 +110,19 @@ void format_sample(const analysis::Session& session, const analysis::OrderedSamp
         cgroup_json.emplace(cgroup_text);
       }
     }
+    // Whom the sample is charged to, from its kernel chain.
+    bool charged = false;
+    if (!sample->callchain.empty()) {
+      if (!scratch.cost) {
+        scratch.cost = std::make_unique<analysis::CostModel>(sym, session.reader().features());
+      }
+      analysis::symbolize_sample(sym, *sample, ref.record.cpumode(), true, scratch.chain);
+      charged = scratch.cost->classify(scratch.chain, analysis::chain_truncated(*sample),
+                                       sample->pid, sample->time, scratch.cost_cache, scratch.charge,
+                                       nullptr) == analysis::CostOutcome::kCharged;
+    }
     char* p = out.reserve(kLineFixed + comm_json.size() + sym_json.size() + dso_json.size() +
+                          (charged ? 96 + 11 * scratch.charge.programs.size() : 0) +
                           (prog_json ? prog_json->size() + owner_json->size() +
                                            owner_cgroup_json->size() + attach_json->size() + 52
                                      : 0) +
@@ -151,6 +164,18 @@ void format_sample(const analysis::Session& session, const analysis::OrderedSamp
         p = put(p, ",\"cgroup\":");
         p = cgroup_json->put(p);
       }
+    }
+    if (charged) {
+      static constexpr const char* kKinds[] = {"self", "callees", "dispatch"};
+      p = put(p, ",\"bpf_cost\":\"");
+      p = put(p, kKinds[static_cast<int>(scratch.charge.kind)]);
+      p = put(p, "\",\"bpf_cost_prog_ids\":[");
+      for (size_t i = 0; i < scratch.charge.programs.size(); i++) {
+        if (i) p = put(p, ",");
+        p = put_uint(p, sym.bpf_programs()[scratch.charge.programs[i] - 1].id);
+      }
+      p = put(p, "]");
+      if (scratch.charge.programs.size() > 1) p = put(p, ",\"dispatch_estimated\":true");
     }
     p = put(p, "}\n");
     out.commit(p);

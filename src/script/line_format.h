@@ -6,11 +6,13 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "analysis/aggregate.h"
+#include "analysis/cost.h"
 #include "analysis/sample_frames.h"
 #include "analysis/session.h"
 #include "analysis/time_order.h"
@@ -60,6 +62,12 @@ struct LineScratch {
   std::vector<Owner> owners;
   std::vector<std::string> attach;
   std::optional<analysis::AttachIndex> attach_index;
+  // JSON: each sample's charge (docs/cost.md) from its whole chain; the
+  // model made on first use.
+  std::unique_ptr<analysis::CostModel> cost;
+  analysis::CostCache cost_cache;
+  std::vector<analysis::SymbolizedFrame> chain;
+  profile::Charge charge;
 };
 
 // Appends the line of the sample `ref` to `out`.

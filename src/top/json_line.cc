@@ -22,6 +22,8 @@ std::string format_json(const Model& model, const SessionInfo& info, size_t symb
                     {"attach_points", p.attach_points},
                     {"samples", p.samples},
                     {"cpu_percent", p.cpu_percent},
+                    {"total_samples", p.total_samples},
+                    {"total_percent", p.total_percent},
                     {"runs", optional(p.runs)},
                     {"runs_per_s", optional(p.runs_per_s)},
                     {"avg_ns", optional(p.avg_ns)},

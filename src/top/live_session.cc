@@ -8,6 +8,8 @@
 
 #include "analysis/aggregate.h"
 #include "base/clock.h"
+#include "analysis/cost.h"
+#include "analysis/sample_frames.h"
 #include "bpf/query.h"
 #include "host/snapshot.h"
 #include "perf/event_open.h"
@@ -25,14 +27,15 @@ double ms_since(std::chrono::steady_clock::time_point t0) {
 // program attached again).
 constexpr uint64_t kAttachRescanNs = 10'000'000'000;
 
-// What top samples: leaf frames only (top names the code that runs, not who
-// called it), at its frequency, with the fallback record has.
+// What top samples: kernel callchains (no user stacks: what a program costs
+// besides its own code, docs/cost.md), at its frequency, with the fallback
+// record has.
 record::EventRequest event_request(const LiveOptions& o, const perf::EventSpec& spec,
                                    const std::vector<int>& online) {
   record::EventRequest r;
   r.sampling.event = spec;
   r.sampling.freq = o.frequency;
-  r.sampling.callchain = false;
+  r.sampling.callchain = true;
   r.set.cpus = o.cpus.empty() ? online : o.cpus;
   r.set.sideband_cpus = online;
   r.set.sampling_pages = o.sampling_pages;
@@ -200,11 +203,26 @@ Result<Interval> LiveSession::end_interval() {
   cost_.sideband_records = sideband_records_;
   cost_.sideband_bytes = sideband_.size();
 
+  // Attach points first: the programs' dispatch is charged by them.
+  const std::vector<symbols::BpfProgram>& programs = sym.bpf_programs();
+  cost_.attach_scan_ms = 0;
+  bool rescan = end - attach_scanned_ns_ >= kAttachRescanNs;
+  for (const symbols::BpfProgram& p : programs) rescan = rescan || p.load_time > attach_scanned_ns_;
+  if (rescan) {
+    t0 = std::chrono::steady_clock::now();
+    scan_attach(monotonic_ns());
+    cost_.attach_scan_ms = ms_since(t0);
+  }
+
   t0 = std::chrono::steady_clock::now();
   Interval iv;
   iv.seconds = static_cast<double>(end - start) / 1e9;
-  const std::vector<symbols::BpfProgram>& programs = sym.bpf_programs();
   std::vector<uint64_t> by_program(programs.size());
+  const analysis::CostModel cost(sym, features_);
+  analysis::CostTally tally(programs.size());
+  analysis::CostCache cost_cache;
+  std::vector<analysis::SymbolizedFrame> chain;
+  profile::Charge charge;
   // Keyed by views into the Symbolizer, copied into the interval below.
   std::map<std::pair<std::string_view, std::string_view>, SymbolSample> by_symbol;
   for (size_t off = 0; off < samples_.size();) {
@@ -217,6 +235,13 @@ Result<Interval> LiveSession::end_interval() {
     if (mode != perf::kMiscKernel && mode != perf::kMiscUser) continue;  // guest, hypervisor
     const symbols::Frame f = sym.lookup(s->pid, s->ip, s->time, mode == perf::kMiscKernel);
     if (f.bpf_program != 0 && f.bpf_program <= by_program.size()) by_program[f.bpf_program - 1]++;
+    if (!s->callchain.empty()) {
+      analysis::symbolize_sample(sym, *s, mode, true, chain);
+      if (cost.classify(chain, analysis::chain_truncated(*s), s->pid, s->time, cost_cache, charge,
+                        nullptr) == analysis::CostOutcome::kCharged) {
+        tally.add(charge, 1);
+      }
+    }
     SymbolSample& row = by_symbol[{f.symbol, f.dso}];
     row.kind = f.kind;
     row.samples++;
@@ -227,15 +252,9 @@ Result<Interval> LiveSession::end_interval() {
     iv.symbols.push_back(std::move(row));
   }
   cost_.symbolize_ms = ms_since(t0);
+  tally.self = by_program;
+  tally.finish();
 
-  cost_.attach_scan_ms = 0;
-  bool rescan = end - attach_scanned_ns_ >= kAttachRescanNs;
-  for (const symbols::BpfProgram& p : programs) rescan = rescan || p.load_time > attach_scanned_ns_;
-  if (rescan) {
-    t0 = std::chrono::steady_clock::now();
-    scan_attach(monotonic_ns());
-    cost_.attach_scan_ms = ms_since(t0);
-  }
   const analysis::AttachIndex attach = analysis::attach_index(features_);
   std::vector<uint32_t> loaded;
   for (size_t i = 0; i < programs.size(); i++) {
@@ -245,6 +264,7 @@ Result<Interval> LiveSession::end_interval() {
     ProgramSample& s = iv.programs.emplace_back(
         ProgramSample{p.id, p.name, bpf::tag_hex(p.tag), by_program[i], p.unload_time.has_value(),
                       analysis::program_owner(sym, features_, p, nullptr)});
+    s.total_samples = tally.total(i);
     if (auto it = attach.find(p.id); it != attach.end()) s.attach_points = it->second;
     s.attach = analysis::program_attach(features_, attach, p.id);
     if (!p.unload_time) loaded.push_back(p.id);

@@ -52,6 +52,8 @@ void Model::update(const Interval& interval) {
     row.attach = s.attach;
     row.samples = s.samples;
     row.cpu_percent = percent_of(s.samples, interval.samples);
+    row.total_samples = s.total_samples;
+    row.total_percent = percent_of(s.total_samples, interval.samples);
     row.runs.reset();
     row.runs_per_s.reset();
     row.avg_ns.reset();
@@ -94,6 +96,8 @@ void Model::update(const Interval& interval) {
       row.gone = true;
       row.samples = 0;
       row.cpu_percent = 0;
+      row.total_samples = 0;
+      row.total_percent = 0;
       row.runs.reset();
       row.runs_per_s.reset();
       row.avg_ns.reset();
@@ -117,6 +121,8 @@ void merge(ProgramRow& g, const ProgramRow& p) {
   g.id = std::min(g.id, p.id);
   g.samples += p.samples;
   g.cpu_percent += p.cpu_percent;
+  g.total_samples += p.total_samples;
+  g.total_percent += p.total_percent;
   if (p.runs) {
     g.runs = g.runs.value_or(0) + *p.runs;
     g.run_time_ns = g.run_time_ns.value_or(0) + p.run_time_ns.value_or(0);
@@ -153,7 +159,7 @@ std::vector<ProgramRow> Model::programs(SortKey key, bool instances) const {
   // Rows without a value sort after every row with one (-1 is below any value).
   auto value = [key](const ProgramRow& r) -> double {
     switch (key) {
-      case SortKey::kCpu: return static_cast<double>(r.samples);
+      case SortKey::kCpu: return static_cast<double>(r.total_samples);
       case SortKey::kRuns: return r.runs_per_s.value_or(-1);
       case SortKey::kAvgNs: return r.avg_ns.value_or(-1);
     }

@@ -30,6 +30,8 @@ struct ProgramSample {
   // point seen so far, sorted; `attach` joins them, or says "[none known]".
   std::vector<std::string> attach_points;
   std::string attach = "[unknown]";
+  // Its total cost (docs/cost.md): self + callees + dispatch.
+  uint64_t total_samples = 0;
 };
 
 // bpf_prog_info counters of a live program, read at the end of the interval.
@@ -58,6 +60,7 @@ struct Interval {
   std::vector<SymbolSample> symbols;
 };
 
+// kCpu sorts by the total (TOTAL%), then the self share (CPU%).
 enum class SortKey { kCpu, kRuns, kAvgNs };
 // Cycles CPU% -> runs/s -> avg ns -> CPU%.
 SortKey next_sort_key(SortKey key);
@@ -76,8 +79,10 @@ struct ProgramRow {
   std::string owner;
   std::vector<std::string> attach_points;
   std::string attach;
-  uint64_t samples = 0;
+  uint64_t samples = 0;            // self: leaf in its code
   double cpu_percent = 0;          // of all samples of the last interval
+  uint64_t total_samples = 0;      // self + callees + dispatch (docs/cost.md)
+  double total_percent = 0;        // of all samples of the last interval
   // Runs in the last interval and their average cost; none without stats or
   // without a previous reading (first refresh, program gone).
   std::optional<uint64_t> runs;

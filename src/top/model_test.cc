@@ -9,7 +9,9 @@ namespace bpfprof::top {
 namespace {
 
 ProgramSample prog(uint32_t id, const char* name, uint64_t samples, bool unloaded = false) {
-  return ProgramSample{id, name, "0011223344556677", samples, unloaded};
+  ProgramSample s{id, name, "0011223344556677", samples, unloaded};
+  s.total_samples = samples;
+  return s;
 }
 
 const ProgramRow* find(const std::vector<ProgramRow>& rows, uint32_t id) {

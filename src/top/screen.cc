@@ -79,8 +79,8 @@ std::vector<Line> format_screen(const Model& model, const ViewState& view,
   const std::string ids_heading =
       view.instances ? fmt::format("{:>7}", "ID") : fmt::format("{:>4} {:>12}", "INST", "IDS");
   add(out,
-      fmt::format("{:>7} {:>8} {:>10} {:>11} {:>9} {}  {:<23}  {:<22}  {}", "CPU%", "SAMPLES",
-                  "RUNS", "RUNS/s", "AVG ns", ids_heading, "BPF PROGRAM", "OWNER", "ATTACH"),
+      fmt::format("{:>7} {:>7} {:>8} {:>10} {:>11} {:>9} {}  {:<23}  {:<22}  {}", "TOTAL%",
+                  "CPU%", "SAMPLES", "RUNS", "RUNS/s", "AVG ns", ids_heading, "BPF PROGRAM", "OWNER", "ATTACH"),
       Line::Style::kHeading, w);
   size_t shown = 0;
   for (const ProgramRow& p : programs) {
@@ -93,8 +93,8 @@ std::vector<Line> format_screen(const Model& model, const ViewState& view,
                                 ? fmt::format("{:>7}", p.id)
                                 : fmt::format("{:>4} {:>12}", p.ids.size(), ids_cell(p.ids));
     add(out,
-        fmt::format("{:>6.2f}% {:>8} {:>10} {:>11} {:>9} {}  {:<23}  {:<22}  {}", p.cpu_percent,
-                    p.samples, count_or_dash(p.runs), real_or_dash(p.runs_per_s, 1),
+        fmt::format("{:>6.2f}% {:>6.2f}% {:>8} {:>10} {:>11} {:>9} {}  {:<23}  {:<22}  {}",
+                    p.total_percent, p.cpu_percent, p.samples, count_or_dash(p.runs), real_or_dash(p.runs_per_s, 1),
                     real_or_dash(p.avg_ns, 0), ids, p.gone ? p.name + "  [gone]" : p.name,
                     p.owner, p.attach),
         p.gone ? Line::Style::kGone : Line::Style::kNormal, w);

@@ -204,7 +204,8 @@ TEST_P(ReportAccuracyTest, WorkloadProgramsAreOwnedByTheWorkload) {
     other_threads += truth_tid->second != pid;
     EXPECT_TRUE(p.at("owner").get<std::string>().ends_with("[" + std::to_string(pid) + "]"))
         << p.dump();
-    workload_samples += p.at("samples").get<uint64_t>();
+    // The owner line counts what its programs cost: their totals.
+    workload_samples += p.at("total_samples").get<uint64_t>();
   }
   EXPECT_EQ(checked, tid_of.size());
   EXPECT_GT(other_threads, 0u) << "--threads 2: loads from threads other than the main one";
