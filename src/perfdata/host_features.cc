@@ -4,12 +4,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <algorithm>
-#include <cstdlib>
-#include <fstream>
-#include <sstream>
+#include <optional>
+#include <string>
 
 #include "base/build_info.h"
+#include "base/text_file.h"
+#include "perf/event_open.h"
 #include "perfdata/features.h"
 
 namespace bpfprof::perfdata {
@@ -17,21 +17,11 @@ namespace {
 
 // "0-3,8-11" -> 12: perf's nr_cpus_avail is the highest present cpu + 1.
 std::optional<uint32_t> max_present_cpu_plus_one() {
-  std::ifstream in("/sys/devices/system/cpu/present");
-  std::string list;
-  if (!std::getline(in, list)) return std::nullopt;
-  std::optional<uint32_t> best;
-  std::stringstream ranges(list);
-  std::string range;
-  while (std::getline(ranges, range, ',')) {
-    size_t dash = range.find('-');
-    std::string last = dash == std::string::npos ? range : range.substr(dash + 1);
-    char* end = nullptr;
-    unsigned long v = std::strtoul(last.c_str(), &end, 10);
-    if (end == last.c_str()) continue;
-    best = std::max<uint32_t>(best.value_or(0), static_cast<uint32_t>(v + 1));
-  }
-  return best;
+  auto text = read_text_file("/sys/devices/system/cpu/present");
+  if (!text.ok()) return std::nullopt;
+  auto cpus = perf::parse_cpu_list(text->substr(0, text->find('\n')));
+  if (!cpus.ok() || cpus->empty()) return std::nullopt;
+  return static_cast<uint32_t>(cpus->back() + 1);  // sorted
 }
 
 }  // namespace
