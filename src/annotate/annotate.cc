@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "analysis/cost.h"
 #include "analysis/sample_frames.h"
 #include "report/render.h"
 
@@ -104,6 +105,40 @@ std::string why_no_code(const analysis::Session& s, const std::vector<BpfProgram
                      l.name, p.id);
 }
 
+// Each direct call's target, looked up in the recording at the program's
+// load: its kallsyms snapshot (helpers, kfuncs) and the BPF functions alive
+// then (subprograms). Never the live host.
+void name_call_targets(const symbols::Symbolizer& sym, const BpfProgram& p,
+                       std::vector<AnnotatedFunction>& functions) {
+  for (AnnotatedFunction& f : functions) {
+    for (LineBlock& b : f.blocks) {
+      for (AnnotatedInsn& i : b.insns) {
+        const std::optional<uint64_t> target = call_target(i.text);
+        if (!target) continue;
+        const symbols::Frame t = sym.lookup(0, *target, p.load_time, /*kernel=*/true);
+        if (t.unknown != symbols::Unknown::kNone) continue;
+        i.target = *target == t.symbol_start
+                       ? std::string(t.symbol)
+                       : fmt::format("{}+{:#x}", t.symbol, *target - t.symbol_start);
+      }
+    }
+  }
+}
+
+// Does the sample's kernel callchain (not its leaf) hold an address in one of
+// `ranges`? A cheap test before symbolizing a whole chain.
+bool chain_enters(const perf::Sample& s, const std::vector<std::pair<uint64_t, uint64_t>>& ranges) {
+  for (size_t k = 0; k < s.callchain.size(); k++) {
+    const uint64_t ip = s.callchain[k];
+    if (ip == perf::kContextUser) break;  // BPF code is kernel code
+    if (ip >= perf::kContextMax) continue;
+    for (const auto& [lo, hi] : ranges) {
+      if (ip > lo && ip <= hi) return true;  // a return address: after a call
+    }
+  }
+  return false;
+}
+
 }  // namespace
 
 std::string_view selected_by_name(SelectedBy by) {
@@ -190,6 +225,7 @@ Result<Annotation> annotate(const analysis::Session& session, std::string_view q
         if (!src.functions[k].ksym.empty()) l.functions[k].name = src.functions[k].ksym;
       }
     }
+    name_call_targets(sym, src, l.functions);
     l.has_lines = std::any_of(l.functions.begin(), l.functions.end(), [](const AnnotatedFunction& f) {
       return std::any_of(f.blocks.begin(), f.blocks.end(), [](const LineBlock& b) { return b.line.has_value(); });
     });
@@ -210,9 +246,42 @@ Result<Annotation> annotate(const analysis::Session& session, std::string_view q
   }
 
   // Samples whose leaf frame is in a selected instance, looked up exactly as
-  // `report` does (leaf ip, cpumode), so per-line totals agree with it.
-  std::vector<analysis::SymbolizedFrame> frames;
+  // `report` does (leaf ip, cpumode), so per-line totals agree with it; and
+  // the selected instances' callees, charged as report charges them
+  // (docs/cost.md), at the call their innermost program frame returns to.
+  std::vector<analysis::SymbolizedFrame> frames, chain;
   const perfdata::FileReader& reader = session.reader();
+  const analysis::CostModel cost(sym, reader.features());
+  analysis::CostCache cost_cache;
+  profile::Charge charge;
+  std::vector<std::pair<uint64_t, uint64_t>> ranges;
+  for (size_t i = 0; i < progs.size(); ++i) {
+    if (listing_of[i] < 0) continue;
+    for (const symbols::BpfFunction& f : progs[i].functions) ranges.emplace_back(f.addr, f.addr + f.len);
+  }
+  auto count_callees = [&](const perf::Sample& sample, uint16_t cpumode) {
+    if (sample.callchain.empty() || !chain_enters(sample, ranges)) return;
+    analysis::symbolize_sample(sym, sample, cpumode, /*stack=*/true, chain);
+    if (cost.classify(chain, analysis::chain_truncated(sample), sample.pid, sample.time,
+                      cost_cache, charge, nullptr) != analysis::CostOutcome::kCharged ||
+        charge.kind != profile::ChargeKind::kCallee) {
+      return;
+    }
+    auto frame = std::find_if(chain.begin() + 1, chain.end(), [&](const analysis::SymbolizedFrame& sf) {
+      return sf.frame.kind == symbols::FrameKind::kBpf && sf.frame.bpf_program == charge.programs.front();
+    });
+    if (frame == chain.end()) return;
+    const size_t i = frame->frame.bpf_program - 1;
+    if (i >= progs.size() || listing_of[i] < 0) return;
+    Listing& l = a.listings[listing_of[i]];
+    l.callee_samples++;
+    const uint32_t fn = frame->frame.bpf_function;
+    if (!l.unavailable.empty() || fn >= function_map[i].size() || function_map[i][fn] < 0) return;
+    const uint64_t off = frame->ip - progs[i].functions[fn].addr;
+    if (off <= UINT32_MAX) {
+      add_callee_samples(l.functions[function_map[i][fn]], static_cast<uint32_t>(off), 1);
+    }
+  };
   // Through the session: it drops the pages behind the walk and reports progress.
   Status walked = session.for_each_record([&](const perf::RecordView& r, uint64_t) {
     if (r.header.type != perf::kRecordSample) return;
@@ -224,9 +293,12 @@ Result<Annotation> annotate(const analysis::Session& session, std::string_view q
     analysis::symbolize_sample(sym, *sample, r.cpumode(), /*stack=*/false, frames);
     if (frames.empty()) return;
     const symbols::Frame& f = frames.front().frame;
-    if (f.kind != symbols::FrameKind::kBpf || f.bpf_program == 0) return;
     const size_t i = f.bpf_program - 1;
-    if (i >= progs.size() || listing_of[i] < 0) return;
+    if (f.kind != symbols::FrameKind::kBpf || f.bpf_program == 0 || i >= progs.size() ||
+        listing_of[i] < 0) {
+      count_callees(*sample, r.cpumode());
+      return;
+    }
     Listing& l = a.listings[listing_of[i]];
     l.samples++;
     if (!l.unavailable.empty()) return;

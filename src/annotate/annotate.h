@@ -33,6 +33,12 @@ struct AnnotatedInsn {
   uint32_t size = 0;
   std::string text;     // capstone's "mnemonic operands"
   uint64_t samples = 0;
+  // A direct call's target as the recording names it at the program's load
+  // (helper, kfunc, subprogram: "bpf_map_update_elem"), "" otherwise.
+  std::string target;
+  // Samples charged to the program as its callees (docs/cost.md) whose
+  // innermost program frame returns to the instruction after this call.
+  uint64_t callee_samples = 0;
 };
 
 // A run of consecutive instructions from the same source line. A line the
@@ -55,6 +61,7 @@ struct AnnotatedFunction {
   std::string name;  // ksym name
   uint32_t len = 0;  // JIT'd length: the instructions' sizes add up to it
   uint64_t samples = 0;
+  uint64_t callee_samples = 0;
   std::vector<LineBlock> blocks;         // in address order
   std::vector<LineTotal> line_totals;    // by samples, descending; ties by line
 };
@@ -66,6 +73,7 @@ struct Listing {
   uint32_t code_id = 0;        // the instance whose stored info is disassembled
   uint64_t samples = 0;        // leaf samples in the selected instances
   uint64_t samples_outside = 0;  // of those, at offsets the stored code does not cover
+  uint64_t callee_samples = 0;   // the selected instances' callees (docs/cost.md)
   bool has_lines = false;      // line info and BTF were stored
   std::string unavailable;     // why there is no code to show ("" = functions are filled)
   std::vector<AnnotatedFunction> functions;  // main function first
@@ -93,6 +101,12 @@ Result<std::vector<AnnotatedFunction>> build_functions(const bpf::ProgInfo& info
 // Counts `n` samples on the instruction covering `offset` of function `f`;
 // false if the offset is past the function's end.
 bool add_samples(AnnotatedFunction& f, uint32_t offset, uint64_t n);
+// Counts `n` callee samples on the call instruction that ends just before
+// `offset` (a return address) of function `f`; false if there is none.
+bool add_callee_samples(AnnotatedFunction& f, uint32_t offset, uint64_t n);
+// The absolute target of a direct call ("call 0xffffffff81523bd0",
+// "bl #0xffff800080123456"), if `text` is one.
+std::optional<uint64_t> call_target(std::string_view text);
 // Fills block and function samples and line totals from instruction samples.
 void finish_counts(AnnotatedFunction& f);
 

@@ -148,12 +148,50 @@ bool add_samples(AnnotatedFunction& f, uint32_t offset, uint64_t n) {
   return true;
 }
 
+bool add_callee_samples(AnnotatedFunction& f, uint32_t offset, uint64_t n) {
+  if (offset == 0 || offset > f.len) return false;
+  for (LineBlock& b : f.blocks) {
+    if (b.insns.empty() || b.insns.front().offset >= offset) continue;
+    for (AnnotatedInsn& i : b.insns) {
+      if (i.offset + i.size == offset && call_target(i.text)) {
+        i.callee_samples += n;
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
+std::optional<uint64_t> call_target(std::string_view text) {
+  std::string_view rest;
+  if (text.starts_with("call 0x")) {
+    rest = text.substr(5);
+  } else if (text.starts_with("bl #0x")) {
+    rest = text.substr(4);
+  } else {
+    return std::nullopt;
+  }
+  uint64_t v = 0;
+  rest.remove_prefix(2);
+  if (rest.empty() || rest.size() > 16) return std::nullopt;
+  for (char c : rest) {
+    const int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+    if (d < 0) return std::nullopt;
+    v = v << 4 | static_cast<uint64_t>(d);
+  }
+  return v;
+}
+
 void finish_counts(AnnotatedFunction& f) {
   f.samples = 0;
+  f.callee_samples = 0;
   std::map<std::pair<std::string, std::optional<uint32_t>>, uint64_t> totals;
   for (LineBlock& b : f.blocks) {
     b.samples = 0;
-    for (const AnnotatedInsn& i : b.insns) b.samples += i.samples;
+    for (const AnnotatedInsn& i : b.insns) {
+      b.samples += i.samples;
+      f.callee_samples += i.callee_samples;
+    }
     f.samples += b.samples;
     totals[{b.file, b.line}] += b.samples;
   }

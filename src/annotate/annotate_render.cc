@@ -63,7 +63,10 @@ void text_function(const AnnotatedFunction& f, uint64_t program_samples, bool co
     for (const AnnotatedInsn& i : b.insns) {
       const double ip = percent_of_rounded(i.samples, program_samples);
       std::string count = i.samples ? fmt::format("{:>9} {:>7.2f}%", i.samples, ip) : fmt::format("{:>18}", "");
-      out += paint(color, ip, fmt::format("  {}  {:>6x}  {}", count, i.offset, i.text)) + "\n";
+      std::string text = i.text;
+      if (!i.target.empty()) text += fmt::format(" <{}>", i.target);
+      if (i.callee_samples) text += fmt::format("  [callees {}]", i.callee_samples);
+      out += paint(color, ip, fmt::format("  {}  {:>6x}  {}", count, i.offset, text)) + "\n";
     }
   }
 }
@@ -83,6 +86,10 @@ std::string render_annotate_text(const Annotation& a, bool color) {
     }
     out += fmt::format(", code from the stored info of id {}{}\n", l.code_id,
                        l.has_lines ? "" : " (no line info or BTF stored: instructions only)");
+    if (l.callee_samples) {
+      out += fmt::format("callee samples {} (helpers, maps, kfuncs it called: [callees N] at each call)\n",
+                         l.callee_samples);
+    }
     if (l.samples_outside) {
       out += fmt::format("{} samples fell outside the stored code (functions or offsets it lacks)\n",
                          l.samples_outside);
@@ -105,7 +112,9 @@ std::string render_annotate_json(const Annotation& a) {
         for (const AnnotatedInsn& i : b.insns) {
           insns.push_back(Json{{"offset", i.offset}, {"size", i.size}, {"asm", i.text},
                                {"samples", i.samples},
-                               {"percent", percent_of_rounded(i.samples, l.samples)}});
+                               {"percent", percent_of_rounded(i.samples, l.samples)},
+                               {"target", i.target.empty() ? Json(nullptr) : Json(i.target)},
+                               {"callee_samples", i.callee_samples}});
         }
         lines.push_back(Json{{"file", b.line ? Json(b.file) : Json(nullptr)}, {"line", line_json(b.line)},
                              {"text", b.line ? Json(b.text) : Json(nullptr)}, {"samples", b.samples},
@@ -119,6 +128,7 @@ std::string render_annotate_json(const Annotation& a) {
                               {"percent", percent_of_rounded(t.samples, l.samples)}});
       }
       functions.push_back(Json{{"name", f.name}, {"len", f.len}, {"samples", f.samples},
+                               {"callee_samples", f.callee_samples},
                                {"percent", percent_of_rounded(f.samples, l.samples)},
                                {"lines", std::move(lines)},
                                {"line_totals", std::move(totals)}});
@@ -130,6 +140,7 @@ std::string render_annotate_json(const Annotation& a) {
                             {"samples", l.samples},
                             {"percent", percent_of_rounded(l.samples, a.total_samples)},
                             {"samples_outside", l.samples_outside},
+                            {"callee_samples", l.callee_samples},
                             {"has_lines", l.has_lines},
                             {"unavailable", l.unavailable.empty() ? Json(nullptr) : Json(l.unavailable)},
                             {"functions", std::move(functions)}});

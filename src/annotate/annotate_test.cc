@@ -142,6 +142,37 @@ TEST_F(AnnotateCodeTest, SamplesPerInstructionAndLineTotals) {
   EXPECT_EQ(f.line_totals[1].samples, 3u);  // both blocks of line 10
 }
 
+TEST(CallTargetTest, DirectCallsOnly) {
+  EXPECT_EQ(call_target("call 0xffffffff81523bd0"), 0xffffffff81523bd0u);
+  EXPECT_EQ(call_target("bl #0xffff800080123456"), 0xffff800080123456u);
+  EXPECT_FALSE(call_target("call rax").has_value());
+  EXPECT_FALSE(call_target("call qword ptr [rip + 0x10]").has_value());
+  EXPECT_FALSE(call_target("call 0x").has_value());
+  EXPECT_FALSE(call_target("call 0x1ffffffffffffffff").has_value());  // 17 digits
+  EXPECT_FALSE(call_target("jmp 0xffffffff81523bd0").has_value());
+}
+
+TEST(CalleeSamplesTest, OnTheCallEndingAtTheReturnAddress) {
+  AnnotatedFunction f;
+  f.len = 16;
+  LineBlock& b = f.blocks.emplace_back();
+  b.insns = {{.offset = 0, .size = 3, .text = "mov rbp, rsp"},
+             {.offset = 3, .size = 5, .text = "call 0xffffffff81000000"},
+             {.offset = 8, .size = 5, .text = "call 0xffffffff81000100"},
+             {.offset = 13, .size = 3, .text = "mov rax, rbx"}};
+  EXPECT_TRUE(add_callee_samples(f, 8, 2));    // returns after the first call
+  EXPECT_TRUE(add_callee_samples(f, 13, 1));   // after the second
+  EXPECT_FALSE(add_callee_samples(f, 3, 1));   // after a mov: no call there
+  EXPECT_FALSE(add_callee_samples(f, 10, 1));  // inside an instruction
+  EXPECT_FALSE(add_callee_samples(f, 0, 1));
+  EXPECT_FALSE(add_callee_samples(f, 17, 1));  // past the end
+  finish_counts(f);
+  EXPECT_EQ(b.insns[1].callee_samples, 2u);
+  EXPECT_EQ(b.insns[2].callee_samples, 1u);
+  EXPECT_EQ(f.callee_samples, 3u);
+  EXPECT_EQ(f.samples, 0u);  // callees are not the program's own samples
+}
+
 TEST_F(AnnotateCodeTest, NoBtfStillDisassembles) {
   auto fns = build_functions(info_, nullptr, Arch::kX86_64);
   ASSERT_TRUE(fns.ok());

@@ -163,5 +163,36 @@ TEST_F(CostKernelTest, MachineryWithNoProgramIsChargedToNobody) {
   }
 }
 
+TEST_F(CostKernelTest, AnnotateShowsWhereTheCalleesArePaid) {
+  const std::vector<nlohmann::json> rows = price_rows(kRawTp);
+  ASSERT_EQ(rows.size(), 1u);
+  RunResult r = run({kBin + "/bpfprof", "annotate", "-q", "-i", g->runs[kRawTp].data, "--format",
+                     "json", "price_map"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json a = nlohmann::json::parse(r.out);
+  ASSERT_EQ(a["programs"].size(), 1u);
+  const nlohmann::json& listing = a["programs"][0];
+  // The same samples report calls its callees, each at the call it came from.
+  EXPECT_EQ(listing["callee_samples"], rows[0]["callee_samples"]);
+  uint64_t at_calls = 0, map_calls = 0;
+  for (const auto& f : listing["functions"]) {
+    for (const auto& line : f["lines"]) {
+      for (const auto& insn : line["insns"]) {
+        const uint64_t n = insn["callee_samples"].get<uint64_t>();
+        at_calls += n;
+        if (n > 0) {
+          EXPECT_FALSE(insn["target"].is_null()) << insn.dump();
+        }
+        if (insn["target"].is_string() &&
+            insn["target"].get<std::string>().find("map_update_elem") != std::string::npos) {
+          map_calls++;
+        }
+      }
+    }
+  }
+  EXPECT_EQ(at_calls, listing["callee_samples"].get<uint64_t>());
+  EXPECT_EQ(map_calls, 16u) << "price_map's 16 bpf_map_update_elem calls, named";
+}
+
 }  // namespace
 }  // namespace bpfprof::testing
