@@ -6,10 +6,11 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
-#include <fstream>
 #include <set>
 #include <string>
 #include <vector>
+
+#include "testing/markdown_table.h"
 
 namespace bpfprof {
 namespace {
@@ -24,18 +25,9 @@ TEST(DiagnosticsTable, EnumeratorsIndexTheirRowsAndNamesAreUnique) {
 }
 
 TEST(DiagnosticsTable, DocListsEveryCounterAsDeclared) {
-  std::ifstream in(BPFPROF_DIAGNOSTICS_DOC);
-  ASSERT_TRUE(in) << BPFPROF_DIAGNOSTICS_DOC;
-  std::vector<std::string> rows;
-  bool table = false;
-  for (std::string line; std::getline(in, line);) {
-    if (line == "| counter | severity | listed | counts |") {
-      table = true;
-    } else if (table && !line.starts_with("|---")) {
-      if (!line.starts_with("| `")) break;
-      rows.push_back(line);
-    }
-  }
+  const std::vector<std::string> rows = bpfprof::testing::markdown_table_rows(
+      BPFPROF_DIAGNOSTICS_DOC, "| counter | severity | listed | counts |");
+  ASSERT_FALSE(rows.empty()) << BPFPROF_DIAGNOSTICS_DOC << ": no table";
   std::vector<std::string> want;
   for (const DiagInfo& d : kDiagnostics) {
     want.push_back(fmt::format("| `{}` | {} | {} | {} |", d.name, severity_name(d.severity),

@@ -9,7 +9,6 @@
 
 #include <fmt/format.h>
 
-#include <fstream>
 #include <map>
 #include <string>
 #include <vector>
@@ -19,6 +18,7 @@
 #include "analysis/session.h"
 #include "profile/group.h"
 #include "report/render.h"
+#include "testing/markdown_table.h"
 #include "testing/perfdata_fixtures.h"
 #include "testing/subprocess.h"
 
@@ -271,18 +271,9 @@ TEST(DispatchTable, PatternsMatchAndFirstEntryWins) {
 // docs/cost.md's table: one row per entry, in order, with its hook, points
 // and reason.
 TEST(DispatchTable, DocsListEveryEntryAsDeclared) {
-  std::ifstream in(BPFPROF_COST_DOC);
-  ASSERT_TRUE(in) << BPFPROF_COST_DOC;
-  std::vector<std::string> rows;
-  bool table = false;
-  for (std::string line; std::getline(in, line);) {
-    if (line == "| frame | hook | programs attached at | why it is the hook's |") {
-      table = true;
-    } else if (table && !line.starts_with("|---")) {
-      if (!line.starts_with("| `")) break;
-      rows.push_back(line);
-    }
-  }
+  const std::vector<std::string> rows = bpfprof::testing::markdown_table_rows(
+      BPFPROF_COST_DOC, "| frame | hook | programs attached at | why it is the hook's |");
+  ASSERT_FALSE(rows.empty()) << BPFPROF_COST_DOC << ": no table";
   std::vector<std::string> want;
   for (const DispatchFrame& e : kDispatchFrames) {
     std::string points;
