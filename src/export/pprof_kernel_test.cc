@@ -199,10 +199,16 @@ TEST_F(PprofKernelTest, GoPprofShowsBpfLabels) {
   EXPECT_NE(raw.out.find("bpf_prog_id:[" + id + "]"), std::string::npos) << raw.out.substr(0, 4000);
   EXPECT_NE(raw.out.find("bpf_prog_tag:[" + tag + "]"), std::string::npos);
   EXPECT_NE(raw.out.find("bpf_prog:[long_burner]"), std::string::npos);
-  // Who owns it and where it is attached, as the report names them.
+  // Who owns it and where it is attached, as the report names them, per
+  // instance as the labels are: -a records other tests' long_burner
+  // instances too, and the default grouped row joins their owners.
+  RunResult rep = run({kBin + "/bpfprof", "report", "--instances", "--format", "json", "-i",
+                       g->runs[0].data});
+  ASSERT_EQ(rep.exit_code, 0) << rep.err;
+  const json instances = json::parse(rep.out);
   bool in_report = false;
-  for (const auto& p : g->runs[0].report["programs"]) {
-    if (p["name"] != "long_burner") continue;
+  for (const auto& p : instances["programs"]) {
+    if (p["id"] != truth0()["id"]) continue;
     in_report = true;
     const std::string owner = p["owner"], attach = p["attach"];
     EXPECT_NE(raw.out.find("owner:[" + owner + "]"), std::string::npos) << owner;
