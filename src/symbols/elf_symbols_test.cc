@@ -18,6 +18,8 @@
 
 #include <gtest/gtest.h>
 
+#include "testing/subprocess.h"
+
 namespace bpfprof::symbols {
 namespace {
 
@@ -34,9 +36,8 @@ struct Sym {
 class ElfFile {
  public:
   explicit ElfFile(const std::vector<Sym>& syms, const std::string& strtab_tail = "") {
-    char tmpl[] = "/tmp/bpfprof-elf-test-XXXXXX";
-    const int fd = ::mkstemp(tmpl);
-    path_ = tmpl;
+    path_ = dir_.file("test.elf");
+    const int fd = ::open(path_.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     if (fd < 0 || elf_version(EV_CURRENT) == EV_NONE) return;
     Elf* elf = elf_begin(fd, ELF_C_WRITE, nullptr);
     Elf64_Ehdr* eh = elf64_newehdr(elf);
@@ -77,7 +78,6 @@ class ElfFile {
     elf_end(elf);
     ::close(fd);
   }
-  ~ElfFile() { ::unlink(path_.c_str()); }
   bool ok() const { return ok_; }
   const std::string& path() const { return path_; }
 
@@ -98,6 +98,7 @@ class ElfFile {
     return scn;
   }
 
+  bpfprof::testing::TempDir dir_;  // removed with the file
   std::string path_;
   std::vector<Elf64_Sym> symtab_;
   std::string strtab_, shstrtab_;
