@@ -3,7 +3,7 @@
 // silently), declared once: the name (the JSON key and the text footer's
 // word), the severity, when it is listed, and what it counts. The table in
 // docs/diagnostics.md is checked against this one by a test
-// (src/report/diagnostics_test.cc).
+// (src/base/diagnostics_test.cc).
 //
 // Adding a counter is one line in BPFPROF_DIAGNOSTICS (and its line in
 // docs/diagnostics.md): X(enumerator, "name", severity, listed, "meaning").
