@@ -48,8 +48,11 @@ void symbolize_sample(const symbols::Symbolizer& symbolizer, const perf::Sample&
       continue;
     }
     if (space == Space::kOther) continue;
+    // Above the leaf, the call instruction before the return address; a 0
+    // (where a user stack walk ended) is looked up as itself, not as the
+    // top of the address space, which is kernel code.
     const bool is_leaf = out.empty();
-    add(ip, is_leaf ? ip : ip - 1, space == Space::kKernel);
+    add(ip, is_leaf || ip == 0 ? ip : ip - 1, space == Space::kKernel);
     if (!stack) return;
   }
 }

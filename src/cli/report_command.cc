@@ -70,7 +70,7 @@ int run_report(const ReportFlags& f) {
   if (!options.ok()) return fail("report", options.error());
   ProgressMeter meter(ProgressMeter::for_stderr(f.quiet, 2), f.input);
   auto session = analysis::Session::open(
-      f.input, analysis::SessionOptions{f.symfs, true, meter.progress(), f.kallsyms});
+      f.input, session_options(f, meter.progress()));
   if (!session.ok()) {
     meter.stop();
     return fail("report", session.error());
@@ -99,7 +99,7 @@ int run_script(const ScriptFlags& f) {
   // Only pass 1: the second walk writes the lines as it goes.
   ProgressMeter meter(ProgressMeter::for_stderr(f.quiet, 1), f.input);
   auto session = analysis::Session::open(
-      f.input, analysis::SessionOptions{f.symfs, true, meter.progress(), f.kallsyms});
+      f.input, session_options(f, meter.progress()));
   meter.stop();
   if (!session.ok()) return fail("script", session.error());
   script::ScriptOptions o;

@@ -19,7 +19,12 @@ uint32_t ProcessMaps::file_index(std::string_view path, std::span<const uint8_t>
   MappedFile f;
   f.path = path;
   f.build_id.assign(build_id.begin(), build_id.end());
-  if (!is_fileless_mapping(path)) f.elf = elf_.slot(path);
+  f.vdso = path == "[vdso]";
+  if (f.vdso) {
+    f.elf = vdso_slot_;
+  } else if (!is_fileless_mapping(path)) {
+    f.elf = elf_.slot(path);
+  }
   files_.push_back(std::move(f));
   const auto i = static_cast<uint32_t>(files_.size() - 1);
   file_index_.emplace(std::move(key), i);
