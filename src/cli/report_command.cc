@@ -47,8 +47,15 @@ CLI::App* add_report_command(CLI::App& app, ReportFlags& f) {
 
 CLI::App* add_script_command(CLI::App& app, ScriptFlags& f) {
   CLI::App* cmd = app.add_subcommand(
-      "script", "One line per sample in time order: comm pid/tid [cpu] time: ip sym+off (dso)");
+      "script",
+      "Every sample in time order, as perf script prints it: with its callchain, one frame a "
+      "line, for recordings with callchains; else one line: comm pid/tid [cpu] time: ip sym+off (dso)");
   add_common(cmd, f.input, f.format, f);
+  cmd->add_flag("-G,--hide-call-graph", f.hide_call_graph,
+                "One line per sample, the leaf only, even for recordings with callchains");
+  cmd->add_option("-F,--fields", f.fields,
+                  "perf script's fields, comma-separated: comm, tid, pid, time, cpu, event, ip, "
+                  "sym, symoff, dso, period (default with callchains: all but pid)");
   return cmd;
 }
 
@@ -105,6 +112,14 @@ int run_script(const ScriptFlags& f) {
   script::ScriptOptions o;
   o.format = f.format == "json" ? script::ScriptFormat::kJson : script::ScriptFormat::kText;
   o.threads = f.jobs;
+  o.callchain = !f.hide_call_graph && script::has_callchains(**session);
+  if (!f.fields.empty()) {
+    auto fields = script::parse_fields(f.fields);
+    if (!fields.ok()) return fail("script", fields.error());
+    o.fields = *fields;
+  } else if (o.callchain) {
+    o.fields = script::kDefaultFields;
+  }
   Status written = script::write_script(**session, o, stdout);
   if (!written.ok()) return fail("script", written.error());
   return 0;

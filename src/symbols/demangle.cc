@@ -37,6 +37,11 @@ size_t last_top_level_space(std::string_view s) {
 }  // namespace
 
 std::string without_parameters(std::string_view s) {
+  // A thunk names its target with the target's whole signature.
+  for (std::string_view special : {"non-virtual thunk to ", "virtual thunk to ",
+                                   "covariant return thunk to "}) {
+    if (s.starts_with(special)) return std::string(s);
+  }
   // Clone suffixes (" [clone .cold]", several possible) stay.
   std::string_view clones;
   while (s.ends_with(']')) {

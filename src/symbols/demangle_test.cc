@@ -17,6 +17,8 @@ TEST(DemangleTest, ShortFormDropsParametersQualifiersAndTemplateReturnType) {
             "(anonymous namespace)::g [clone .cold]");
   EXPECT_EQ(without_parameters("A::operator()(int) &&"), "A::operator()");
   EXPECT_EQ(without_parameters("plain_c_name"), "plain_c_name");
+  // A thunk keeps its target's signature.
+  EXPECT_EQ(without_parameters("non-virtual thunk to A::f(int)"), "non-virtual thunk to A::f(int)");
 }
 
 TEST(DemangleTest, MangledNamesShortAndFull) {

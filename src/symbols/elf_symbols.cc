@@ -241,6 +241,17 @@ void ElfSymbols::keep_preferred_aliases(std::vector<Raw>& raw) const {
     while (k < n.size() && n[k] == '_') k++;
     return k;
   };
+  // Names are compared as perf compares them, demangled (C++ constructors
+  // and destructors have several mangled aliases of one demangled name).
+  std::string a_text, b_text;
+  auto compared = [&](const Raw& r, std::string& text) -> std::string_view {
+    const std::string_view n = raw_name(r);
+    if (!n.starts_with("_Z")) return n;
+    std::optional<std::string> d = demangle(n, false);
+    if (!d) return n;
+    text = std::move(*d);
+    return text;
+  };
   // Whether a is preferred over b (a comes first in the sorted run).
   auto better = [&](const Raw& a, const Raw& b) {
     const bool a_sized = !(a.alias_class & kUnsized), b_sized = !(b.alias_class & kUnsized);
@@ -249,7 +260,7 @@ void ElfSymbols::keep_preferred_aliases(std::vector<Raw>& raw) const {
     if (a_weak != b_weak) return !a_weak;
     const bool a_global = !(a.alias_class & kNotGlobal), b_global = !(b.alias_class & kNotGlobal);
     if (a_global != b_global) return a_global;
-    const std::string_view an = raw_name(a), bn = raw_name(b);
+    const std::string_view an = compared(a, a_text), bn = compared(b, b_text);
     if (underscores(an) != underscores(bn)) return underscores(an) < underscores(bn);
     if (an.size() != bn.size()) return an.size() > bn.size();
     return true;  // the first in the run (file order among equals)

@@ -46,9 +46,12 @@ void ProcessMaps::end_all(Timeline& t, uint64_t time) {
 
 void ProcessMaps::on_comm(uint64_t time, uint32_t pid, uint32_t tid, std::string_view comm,
                           bool exec) {
-  // exec replaced the address space; the new image's MMAPs follow this COMM.
-  Timeline& t = process_mut(pid);
-  if (exec) end_all(t, time);
+  // exec: the new image's MMAPs follow this COMM and win where they lie. The
+  // old image's maps are not ended: samples taken in the rest of the execve
+  // call, after this COMM, still carry the old image's user frames (the
+  // registers it entered the kernel with), as Linux perf names them too.
+  (void)exec;
+  process_mut(pid);
   comms_[tid].push_back({time, comm});
 }
 

@@ -3,8 +3,10 @@
 // in time order: each process (pid = tgid; threads share it) gets an
 // IntervalTimeline of its executable mappings, so a lookup asks what was
 // mapped at the sample's time. fork copies the parent's mappings (unless the
-// record is perf's synthesized FORK_EXEC form), exec (COMM with comm_exec)
-// ends them, and a later mmap over an earlier one wins from its time on.
+// record is perf's synthesized FORK_EXEC form), and a later mmap over an
+// earlier one wins from its time on. exec (COMM with comm_exec) ends none:
+// the new image's maps are laid over the old, which stay where nothing new
+// lies, for the samples of the execve call itself.
 #pragma once
 
 #include <cstdint>

@@ -73,7 +73,7 @@ TEST_F(ProcessMapsTest, ResolvesOwnFunctionAcrossForkExecAndReuse) {
   f.mmap2(0, 1000, self_.start, len, self_.pgoff, self_.path);
   f.fork(10, 1000, 1000, 1001, 1000);    // a thread: shares the maps
   f.fork(50, 2000, 1000, 2000, 1000);    // a child process: copies them
-  f.comm(100, 2000, 2000, "child", /*exec=*/true);  // exec: nothing mapped after
+  f.comm(100, 2000, 2000, "child", /*exec=*/true);  // exec: no new map over the old
   f.fork(0, 3000, 1000, 3000, 1000, perf::kMiscForkExec);  // synthesized: no copy
   f.mmap2(200, 1000, self_.start, len, self_.pgoff, "[vdso]");  // remapped over, later
   sym.finish();
@@ -88,7 +88,9 @@ TEST_F(ProcessMapsTest, ResolvesOwnFunctionAcrossForkExecAndReuse) {
       {1000, 5, FrameKind::kUser, Unknown::kNone},
       {2000, 40, FrameKind::kUnknown, Unknown::kNoMap},   // before the fork
       {2000, 60, FrameKind::kUser, Unknown::kNone},       // copied at fork
-      {2000, 100, FrameKind::kUnknown, Unknown::kNoMap},  // exec at 100
+      // exec at 100: what the new image does not map over keeps its old
+      // map (a sample in execve has the old image's user frames).
+      {2000, 100, FrameKind::kUser, Unknown::kNone},
       {3000, 60, FrameKind::kUnknown, Unknown::kNoMap},
       {4000, 60, FrameKind::kUnknown, Unknown::kNoProcess},
       {1000, 199, FrameKind::kUser, Unknown::kNone},
