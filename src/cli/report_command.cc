@@ -103,6 +103,12 @@ int run_report(const ReportFlags& f) {
 }
 
 int run_script(const ScriptFlags& f) {
+  uint32_t fields = 0;
+  if (!f.fields.empty()) {
+    auto parsed = script::parse_fields(f.fields);
+    if (!parsed.ok()) return fail("script", parsed.error());
+    fields = *parsed;
+  }
   // Only pass 1: the second walk writes the lines as it goes.
   ProgressMeter meter(ProgressMeter::for_stderr(f.quiet, 1), f.input);
   auto session = analysis::Session::open(
@@ -113,10 +119,8 @@ int run_script(const ScriptFlags& f) {
   o.format = f.format == "json" ? script::ScriptFormat::kJson : script::ScriptFormat::kText;
   o.threads = f.jobs;
   o.callchain = !f.hide_call_graph && script::has_callchains(**session);
-  if (!f.fields.empty()) {
-    auto fields = script::parse_fields(f.fields);
-    if (!fields.ok()) return fail("script", fields.error());
-    o.fields = *fields;
+  if (fields != 0) {
+    o.fields = fields;
   } else if (o.callchain) {
     o.fields = script::kDefaultFields;
   }

@@ -42,12 +42,12 @@ std::string without_parameters(std::string_view s) {
                                    "covariant return thunk to "}) {
     if (s.starts_with(special)) return std::string(s);
   }
-  // Clone suffixes (" [clone .cold]", several possible) stay.
-  std::string_view clones;
+  // Clone suffixes (" [clone .isra.0]", several possible) go too, as perf
+  // drops them.
+  const std::string_view clones;
   while (s.ends_with(']')) {
     const size_t at = s.rfind(" [clone ");
     if (at == std::string_view::npos) break;
-    clones = std::string_view(s.data() + at, s.size() - at);
     s = s.substr(0, at);
   }
   // Qualifiers after the parameter list: " const", " volatile", " &", " &&",

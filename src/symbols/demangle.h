@@ -17,7 +17,8 @@ namespace bpfprof::symbols {
 std::optional<std::string> demangle(std::string_view mangled, bool full_signature);
 
 // `signature`, a demangled function name with its parameter list, without
-// that list and what follows it but a clone suffix (` [clone .cold]`), and
+// that list and what follows it (qualifiers, clone suffixes such as
+// ` [clone .cold]`), and
 // without the return type a template function's signature starts with.
 std::string without_parameters(std::string_view signature);
 

@@ -14,7 +14,7 @@ TEST(DemangleTest, ShortFormDropsParametersQualifiersAndTemplateReturnType) {
             "std::vector<int, std::allocator<int> >::push_back");
   EXPECT_EQ(without_parameters("int f<int>(int)"), "f<int>");
   EXPECT_EQ(without_parameters("(anonymous namespace)::g(char*) [clone .cold]"),
-            "(anonymous namespace)::g [clone .cold]");
+            "(anonymous namespace)::g");
   EXPECT_EQ(without_parameters("A::operator()(int) &&"), "A::operator()");
   EXPECT_EQ(without_parameters("plain_c_name"), "plain_c_name");
   // A thunk keeps its target's signature.
