@@ -48,8 +48,21 @@ void symbolize_sample(const symbols::Symbolizer& symbolizer, const perf::Sample&
       continue;
     }
     if (space == Space::kOther) continue;
+    // Above the leaf, the call instruction before the return address; a 0
+    // (where a user stack walk ended) is looked up as itself, not as the
+    // top of the address space, which is kernel code.
     const bool is_leaf = out.empty();
-    add(ip, is_leaf ? ip : ip - 1, space == Space::kKernel);
+    if (!is_leaf && space == Space::kUser && symbols::Symbolizer::looks_up_kernel(ip, false)) {
+      // A caller in user context at a kernel-half address: a word of the
+      // user stack that is no return address (a frame-pointer walk through
+      // data). No process maps it, and it is not kernel code.
+      symbols::Frame unmapped;
+      unmapped.unknown = symbols::Unknown::kNoMap;
+      out.push_back(SymbolizedFrame{unmapped, ip, ip});
+      if (!stack) return;
+      continue;
+    }
+    add(ip, is_leaf || ip == 0 ? ip : ip - 1, space == Space::kKernel);
     if (!stack) return;
   }
 }

@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <iterator>
 #include <optional>
 #include <sstream>
 #include <system_error>
@@ -15,6 +16,15 @@
 
 namespace bpfprof::analysis {
 namespace {
+
+// --vdso FILE, read whole.
+Result<std::string> read_binary_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return make_sys_error("--vdso " + path, errno);
+  std::string out((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (in.bad()) return make_sys_error("--vdso " + path, errno);
+  return out;
+}
 
 // --kallsyms FILE, read whole (/proc/kallsyms has no size to stat).
 Result<perfdata::KallsymsTable> read_user_kallsyms(const std::string& path) {
@@ -107,8 +117,14 @@ Status Session::pass1(const SessionOptions& options) {
   header_.kernel_symbols = kernel_symbols_note(
       f, reader_.damaged_features().contains(perfdata::kFeatBpfprofKallsyms), options.kallsyms);
   // Made before the walk: it opens the kallsyms snapshot meanwhile.
-  symbolizer_ = std::make_unique<symbols::Symbolizer>(
-      f, symbols::Symbolizer::Options{options.symfs, options.read_elf, std::move(user_kallsyms)});
+  if (!options.vdso.empty()) {
+    BPFPROF_ASSIGN_OR_RETURN(std::string image, read_binary_file(options.vdso));
+    const auto* b = reinterpret_cast<const std::byte*>(image.data());
+    vdso_image_.assign(b, b + image.size());
+  }
+  symbols::Symbolizer::Options so{options.symfs, options.read_elf, std::move(user_kallsyms),
+                                  options.full_signatures, vdso_image_};
+  symbolizer_ = std::make_unique<symbols::Symbolizer>(f, std::move(so));
   const uint64_t data_begin = reader_.data_offset();
   const uint64_t data_end = data_begin + reader_.data_size();
   progress_ = options.progress;

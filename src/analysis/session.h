@@ -39,6 +39,10 @@ struct SessionOptions {
   // --kallsyms FILE: kernel names from this /proc/kallsyms-format file
   // instead of the recording's snapshot ("" = the snapshot, if any).
   std::string kallsyms;
+  // --vdso FILE: [vdso] frames named from this ELF image where the
+  // recording holds none (perf's files); "" = the recording's only.
+  std::string vdso;
+  bool full_signatures = false;  // --full-signatures: C++ names with parameters
   // Pass 1 walks the two halves of a plain data section of at least twice
   // this many bytes at once (tests lower it).
   uint64_t parallel_min_bytes = 16 << 20;
@@ -112,6 +116,7 @@ class Session {
 
   perfdata::FileReader reader_;
   WalkProgress* progress_ = nullptr;
+  std::vector<std::byte> vdso_image_;  // --vdso FILE's bytes (the symbolizer reads them)
   std::unique_ptr<symbols::Symbolizer> symbolizer_;
   uint64_t sample_count_ = 0;
   size_t pass1_pieces_ = 0;

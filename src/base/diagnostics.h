@@ -76,7 +76,9 @@
   X(kUnknownFramesNoProcess, "unknown_frames.no_process", kUnnamed, kAlways,                       \
     "user frames of a process the stream never named")                                             \
   X(kUnknownFramesNoFile, "unknown_frames.no_file", kUnnamed, kAlways,                             \
-    "user frames in a mapping without a file ([vdso], [heap], anonymous, memfd)")
+    "user frames in a mapping without a file ([heap], anonymous, memfd)")                          \
+  X(kUnknownFramesNoVdso, "unknown_frames.no_vdso", kUnnamed, kNonZero,                           \
+    "[vdso] frames in a recording without a readable vDSO image (section 255 missing, as in perf's files, or damaged)")
 
 namespace bpfprof {
 

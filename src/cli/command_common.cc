@@ -8,6 +8,10 @@ namespace bpfprof::cli {
 void add_read_flags(CLI::App* cmd, ReadFlags& f) {
   cmd->add_option("-j,--jobs", f.jobs, "Worker threads for samples (default: one per CPU)");
   cmd->add_option("--symfs", f.symfs, "Look for user binaries under this directory");
+  cmd->add_option("--vdso", f.vdso,
+                  "Name [vdso] frames from this ELF image where the recording holds none (perf's files)");
+  cmd->add_flag("--full-signatures", f.full_signatures,
+                "C++ functions with their parameters (default: the qualified name alone, as perf)");
   add_kernel_read_flags(cmd, f);
 }
 
@@ -16,6 +20,16 @@ void add_kernel_read_flags(CLI::App* cmd, ReadFlags& f) {
       "--kallsyms", f.kallsyms,
       "Kernel symbols from this /proc/kallsyms-format file instead of the recording's snapshot");
   cmd->add_flag("-q,--quiet", f.quiet, "No progress line on stderr");
+}
+
+analysis::SessionOptions session_options(const ReadFlags& f, analysis::WalkProgress* progress) {
+  analysis::SessionOptions o;
+  o.symfs = f.symfs;
+  o.progress = progress;
+  o.kallsyms = f.kallsyms;
+  o.vdso = f.vdso;
+  o.full_signatures = f.full_signatures;
+  return o;
 }
 
 int exit_code_for(const Error& e) {

@@ -9,6 +9,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "analysis/session.h"
 #include "base/error.h"
 
 namespace bpfprof::cli {
@@ -18,13 +19,18 @@ struct ReadFlags {
   unsigned jobs = 0;     // -j: worker threads for samples (0: one per CPU)
   std::string symfs;     // --symfs: prefix for user binaries
   std::string kallsyms;  // --kallsyms FILE
+  std::string vdso;      // --vdso FILE
+  bool full_signatures = false;  // --full-signatures
   bool quiet = false;    // -q: no progress line
 };
 
-// -j/--jobs, --symfs, --kallsyms and -q/--quiet.
+// -j/--jobs, --symfs, --kallsyms, --vdso, --full-signatures and -q/--quiet.
 void add_read_flags(CLI::App* cmd, ReadFlags& flags);
 // --kallsyms and -q/--quiet only (annotate: no sample threads, no user code).
 void add_kernel_read_flags(CLI::App* cmd, ReadFlags& flags);
+
+// The session options the read flags ask for.
+analysis::SessionOptions session_options(const ReadFlags& flags, analysis::WalkProgress* progress);
 
 // Every command's exit code for an error: 2 when the command line is wrong
 // or the system refused (permission denied, unsupported), else 1.

@@ -100,7 +100,7 @@ int run_export(const ExportFlags& f) {
   const bool timed = range.from_s || range.to_s;  // one more walk: the first sample's time
   ProgressMeter meter(ProgressMeter::for_stderr(f.quiet, timed ? 3 : 2), f.input);
   auto session = analysis::Session::open(
-      f.input, analysis::SessionOptions{f.symfs, true, meter.progress(), f.kallsyms});
+      f.input, session_options(f, meter.progress()));
   if (!session.ok()) {
     meter.stop();
     return fail("export", session.error());

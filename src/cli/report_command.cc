@@ -47,8 +47,15 @@ CLI::App* add_report_command(CLI::App& app, ReportFlags& f) {
 
 CLI::App* add_script_command(CLI::App& app, ScriptFlags& f) {
   CLI::App* cmd = app.add_subcommand(
-      "script", "One line per sample in time order: comm pid/tid [cpu] time: ip sym+off (dso)");
+      "script",
+      "Every sample in time order, as perf script prints it: with its callchain, one frame a "
+      "line, for recordings with callchains; else one line: comm pid/tid [cpu] time: ip sym+off (dso)");
   add_common(cmd, f.input, f.format, f);
+  cmd->add_flag("-G,--hide-call-graph", f.hide_call_graph,
+                "One line per sample, the leaf only, even for recordings with callchains");
+  cmd->add_option("-F,--fields", f.fields,
+                  "perf script's fields, comma-separated: comm, tid, pid, time, cpu, event, ip, "
+                  "sym, symoff, dso, period (default with callchains: all but pid)");
   return cmd;
 }
 
@@ -70,7 +77,7 @@ int run_report(const ReportFlags& f) {
   if (!options.ok()) return fail("report", options.error());
   ProgressMeter meter(ProgressMeter::for_stderr(f.quiet, 2), f.input);
   auto session = analysis::Session::open(
-      f.input, analysis::SessionOptions{f.symfs, true, meter.progress(), f.kallsyms});
+      f.input, session_options(f, meter.progress()));
   if (!session.ok()) {
     meter.stop();
     return fail("report", session.error());
@@ -96,15 +103,27 @@ int run_report(const ReportFlags& f) {
 }
 
 int run_script(const ScriptFlags& f) {
+  uint32_t fields = 0;
+  if (!f.fields.empty()) {
+    auto parsed = script::parse_fields(f.fields);
+    if (!parsed.ok()) return fail("script", parsed.error());
+    fields = *parsed;
+  }
   // Only pass 1: the second walk writes the lines as it goes.
   ProgressMeter meter(ProgressMeter::for_stderr(f.quiet, 1), f.input);
   auto session = analysis::Session::open(
-      f.input, analysis::SessionOptions{f.symfs, true, meter.progress(), f.kallsyms});
+      f.input, session_options(f, meter.progress()));
   meter.stop();
   if (!session.ok()) return fail("script", session.error());
   script::ScriptOptions o;
   o.format = f.format == "json" ? script::ScriptFormat::kJson : script::ScriptFormat::kText;
   o.threads = f.jobs;
+  o.callchain = !f.hide_call_graph && script::has_callchains(**session);
+  if (fields != 0) {
+    o.fields = fields;
+  } else if (o.callchain) {
+    o.fields = script::kDefaultFields;
+  }
   Status written = script::write_script(**session, o, stdout);
   if (!written.ok()) return fail("script", written.error());
   return 0;

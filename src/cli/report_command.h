@@ -31,6 +31,8 @@ struct ReportFlags : ReadFlags {
 struct ScriptFlags : ReadFlags {
   std::string input = "perf.data";
   std::string format = "text";
+  bool hide_call_graph = false;  // -G: one line per sample
+  std::string fields;            // -F: perf script's fields, comma-separated
 };
 
 CLI::App* add_report_command(CLI::App& app, ReportFlags& flags);

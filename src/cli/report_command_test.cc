@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "cli/report_command.h"
 
+#include "script/script.h"
+
 #include <gtest/gtest.h>
 
 namespace bpfprof::cli {
@@ -72,6 +74,29 @@ TEST_F(ReportCommandTest, ScriptFlags) {
   EXPECT_EQ(script_.format, "json");
   EXPECT_EQ(script_.jobs, 3u);
   EXPECT_FALSE(script_.quiet);
+}
+
+TEST_F(ReportCommandTest, ScriptCallGraphFieldsAndNamingFlags) {
+  parse({"script", "-G", "-F", "comm,tid,ip,sym", "--vdso", "v.so", "--full-signatures"});
+  EXPECT_TRUE(script_.hide_call_graph);
+  EXPECT_EQ(script_.fields, "comm,tid,ip,sym");
+  EXPECT_EQ(script_.vdso, "v.so");
+  EXPECT_TRUE(script_.full_signatures);
+  parse({"script", "--hide-call-graph", "--fields", "dso"});
+  EXPECT_TRUE(script_.hide_call_graph);
+  EXPECT_EQ(script_.fields, "dso");
+}
+
+TEST_F(ReportCommandTest, ScriptFieldsParseAndUnknownOnesAreNamed) {
+  auto f = script::parse_fields("comm,tid,time,,ip,sym,symoff,dso");
+  ASSERT_TRUE(f.ok());
+  EXPECT_EQ(*f, script::kFieldComm | script::kFieldTid | script::kFieldTime | script::kFieldIp |
+                    script::kFieldSym | script::kFieldSymoff | script::kFieldDso);
+  auto bad = script::parse_fields("comm,addr");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().code, Errc::kInvalidArgument);
+  EXPECT_NE(bad.error().message.find("'addr'"), std::string::npos) << bad.error().message;
+  EXPECT_FALSE(script::parse_fields(",").ok());
 }
 
 TEST_F(ReportCommandTest, ScriptQuiet) {

@@ -132,6 +132,7 @@ std::map<int, std::vector<std::byte>> encode_features(const Features& f,
   if (f.run_stats) out[kFeatBpfprofRunStats] = encode_run_stats(*f.run_stats);
   if (f.owners) out[kFeatBpfprofOwners] = encode_owners(*f.owners);
   if (f.attach) out[kFeatBpfprofAttach] = encode_attach(*f.attach);
+  if (!f.vdso.empty()) out[kFeatBpfprofVdso] = encode_vdso(f.vdso);
   if (!f.bpf_prog_info.empty()) out[kFeatBpfProgInfo] = encode_bpf_prog_info(f.bpf_prog_info);
   if (!f.bpf_btf.empty()) out[kFeatBpfBtf] = encode_bpf_btf(f.bpf_btf);
   // Raw sections fill only numbers the typed fields did not claim.
@@ -139,6 +140,29 @@ std::map<int, std::vector<std::byte>> encode_features(const Features& f,
     if (feat > 0 && feat < kFeatureBits) out.emplace(feat, bytes);
   }
   return out;
+}
+
+std::vector<std::byte> encode_vdso(Bytes image) {
+  std::vector<std::byte> s;
+  append_pod(s, uint32_t{1});
+  append_pod(s, uint32_t{0});
+  append_pod(s, static_cast<uint64_t>(image.size()));
+  s.insert(s.end(), image.begin(), image.end());
+  s.resize((s.size() + 7) / 8 * 8);
+  return s;
+}
+
+Result<Bytes> decode_vdso(Bytes section, uint64_t base) {
+  ByteCursor c(section, base);
+  BPFPROF_ASSIGN_OR_RETURN(uint32_t version, c.u32("VDSO version"));
+  if (version != 1) {
+    return make_error_at(Errc::kUnsupported, base, "VDSO version " + std::to_string(version));
+  }
+  BPFPROF_ASSIGN_OR_RETURN(uint32_t flags, c.u32("VDSO flags"));
+  (void)flags;
+  BPFPROF_ASSIGN_OR_RETURN(uint64_t size, c.u64("VDSO size"));
+  BPFPROF_ASSIGN_OR_RETURN(Bytes image, c.bytes(size, "VDSO image"));
+  return image;
 }
 
 Status decode_feature(int feat, Bytes payload, uint64_t base, Features& out,
@@ -226,6 +250,11 @@ Status decode_feature(int feat, Bytes payload, uint64_t base, Features& out,
     }
     case kFeatBpfprofAttach: {
       BPFPROF_ASSIGN_OR_RETURN(out.attach, decode_attach(payload, base));
+      return ok_status();
+    }
+    case kFeatBpfprofVdso: {
+      BPFPROF_ASSIGN_OR_RETURN(out.vdso, decode_vdso(payload, base));
+      out.vdso_at = base + 16;
       return ok_status();
     }
     default:

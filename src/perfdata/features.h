@@ -48,6 +48,7 @@ enum Feature : int {
   kFeatBpfprofRunStats = 252,    // per-program run statistics (record --bpf-stats)
   kFeatBpfprofOwners = 253,      // who held the programs loaded at start (owners_feature.h)
   kFeatBpfprofAttach = 254,      // where programs were attached (attach_feature.h)
+  kFeatBpfprofVdso = 255,        // the recording host's vDSO image (encode_vdso)
 };
 
 // HEADER_COMPRESSED (27), written by `perf record -z`.
@@ -85,6 +86,11 @@ struct Features {
   std::optional<RunStatsSection> run_stats;     // bpfprof's 252
   std::optional<OwnersSection> owners;          // bpfprof's 253
   std::optional<AttachSection> attach;          // bpfprof's 254
+  // bpfprof's 255: the vDSO image of the recording host (an ELF image), so
+  // [vdso] frames are named from the file. Writer: the bytes to store (the
+  // caller keeps them alive until close); reader: a view into its file.
+  Bytes vdso;
+  uint64_t vdso_at = 0;  // its file offset (error messages)
   // EVENT_DESC is derived from the attrs by the writer.
   // Sections bpfprof does not interpret (reader: kept raw by number).
   std::map<int, std::vector<std::byte>> other;
@@ -126,6 +132,13 @@ std::optional<std::pair<uint64_t, uint64_t>> kallsyms_in_stream_ref(Bytes sectio
 // (0 = none, 1 = zstd), u64 raw_size, then the (compressed) text. Kept so
 // that tests can make old files; KallsymsTable::open still reads it.
 std::vector<std::byte> encode_kallsyms_v1(std::string_view text);
+
+// bpfprof's vDSO section (255): u32 version (1), u32 flags (0), u64 size,
+// the image, zero padding to a multiple of 8.
+std::vector<std::byte> encode_vdso(Bytes image);
+// The image a section holds (a view into `section`); errors on a version not
+// known or a size past the section's end.
+Result<Bytes> decode_vdso(Bytes section, uint64_t base_offset);
 
 // Fills hostname/osrelease/arch (uname), nr cpus, version, clockid resolution.
 Features host_features();

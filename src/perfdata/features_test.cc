@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "perfdata/features.h"
 #include "perfdata/file_format.h"
@@ -74,6 +76,27 @@ TEST(FeaturesTest, EncodeDecodeEachKnownSection) {
   EXPECT_EQ(back.first_sample_time, 10u);
   EXPECT_EQ(back.last_sample_time, 20u);
   EXPECT_EQ(back.other[kFeatCpuDesc], f.other[kFeatCpuDesc]);
+}
+
+// Section 255: the vDSO image comes back as it went in, padded to 8; a
+// size past the section's end, or another version, is an error.
+TEST(FeaturesTest, VdsoSectionRoundTripsAndRefusesBadSizes) {
+  std::vector<std::byte> image(13);
+  for (size_t i = 0; i < image.size(); i++) image[i] = static_cast<std::byte>(i * 7 + 1);
+  const std::vector<std::byte> section = encode_vdso(image);
+  EXPECT_EQ(section.size() % 8, 0u);
+  auto back = decode_vdso(section, 0x100);
+  ASSERT_TRUE(back.ok()) << back.error().to_string();
+  EXPECT_TRUE(std::equal(back->begin(), back->end(), image.begin(), image.end()));
+  std::vector<std::byte> cut(section.begin(), section.begin() + 16 + 5);
+  auto short_one = decode_vdso(cut, 0x100);
+  ASSERT_FALSE(short_one.ok());
+  EXPECT_NE(short_one.error().to_string().find("VDSO image"), std::string::npos)
+      << short_one.error().to_string();
+  std::vector<std::byte> v2 = section;
+  v2[0] = std::byte{2};
+  EXPECT_FALSE(decode_vdso(v2, 0).ok());
+  EXPECT_FALSE(decode_vdso({}, 0).ok());
 }
 
 TEST(FeaturesTest, CmdlineWithHugeCountFails) {

@@ -383,7 +383,7 @@ Status FileReader::take_in_stream_features() {
 void FileReader::decode_one_feature(int feat, Bytes payload, uint64_t at,
                                     std::vector<std::string>& event_names) {
   // perf 6.1 numbers end below kFeatLast61; ours sit far above.
-  if (feat >= kFeatLast61 && (feat < kFeatBpfprofKallsyms || feat > kFeatBpfprofAttach)) {
+  if (feat >= kFeatLast61 && (feat < kFeatBpfprofKallsyms || feat > kFeatBpfprofVdso)) {
     stats_.unknown_features++;
   }
   Status st = decode_feature(feat, payload, at, features_, event_names);

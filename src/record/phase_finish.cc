@@ -28,6 +28,7 @@ Result<RecordStats> Recorder::finish() {
   if (!kallsyms_packed_.empty()) {
     features.other[perfdata::kFeatBpfprofKallsyms] = std::move(kallsyms_packed_);
   }
+  features.vdso = vdso_image_;  // kept by the recorder until close
   // What enriched the programs loaded during the recording.
   EnrichmentStats enrichment = in_kernel_ ? in_kernel_->stats() : enricher_->stats();
   enrichment.capture_refused = capture_refused_;

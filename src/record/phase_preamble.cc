@@ -5,6 +5,7 @@
 #include <set>
 
 #include "perfdata/features.h"
+#include "host/vdso.h"
 #include "record/phases.h"
 
 namespace bpfprof::record {
@@ -76,6 +77,15 @@ Status Recorder::write_early_features(host::Snapshot& snapshot) {
   BPFPROF_TRY(writer.append_in_stream(early));
   if (!kallsyms_packed_.empty()) {
     BPFPROF_TRY(writer.append_in_stream(perfdata::kFeatBpfprofKallsyms, kallsyms_packed_));
+  }
+  // The vDSO every 64-bit process of this host maps (8 KiB): [vdso] frames
+  // are named from it. Without it they stay [unknown], which the report
+  // counts (unknown_frames.no_vdso).
+  if (auto vdso = host::read_vdso_image(); vdso.ok()) {
+    vdso_image_ = std::move(vdso).value();
+    BPFPROF_TRY(writer.append_in_stream(perfdata::kFeatBpfprofVdso, perfdata::encode_vdso(vdso_image_)));
+  } else if (sink_.notice) {
+    sink_.notice("the vDSO is not stored (" + vdso.error().message + "): [vdso] frames will be [unknown]");
   }
   return ok_status();
 }

@@ -101,6 +101,7 @@ class Recorder {
   std::optional<OutputFile> out_;
 
   std::vector<std::byte> kallsyms_packed_;  // the snapshot's kallsyms, encoded once
+  std::vector<std::byte> vdso_image_;       // this host's vDSO (section 255); empty if unread
   host::BpfSynthesis bpf_;
   std::optional<ProgramSections> sections_;
 

@@ -138,7 +138,7 @@ TEST_F(ReportKernelTest, HotLineLeadsTheLongLivedProgram) {
 }
 
 TEST_F(ReportKernelTest, ScriptPrintsAsManySamplesAsPerf) {
-  RunResult ours = run({kBin + "/bpfprof", "script", "-i", g->data});
+  RunResult ours = run({kBin + "/bpfprof", "script", "-G", "-i", g->data});  // one line a sample
   ASSERT_EQ(ours.exit_code, 0) << ours.err;
   RunResult perf = run({"perf", "script", "-F", "tid,time", "-i", g->data});
   if (perf.exit_code == 127 || perf.exit_code < 0) GTEST_SKIP() << "perf not installed";

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <iterator>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -50,10 +51,127 @@ char* put_tail(char* p, uint64_t ip, const symbols::Frame& leaf) {
   return put(p, ")\n");
 }
 
+// The event name of samples of `layout` (an attr's), and the width perf
+// gives names: that of the longest of the recording's events.
+std::string_view event_name(const analysis::Session& session, const perf::SampleLayout* layout,
+                            LineScratch& scratch) {
+  if (scratch.events.empty()) {
+    const auto& attrs = session.reader().attrs();
+    for (size_t i = 0; i < attrs.size(); i++) {
+      std::string name = attrs[i].name.empty() ? "event" + std::to_string(i) : attrs[i].name;
+      scratch.event_width = std::max(scratch.event_width, name.size());
+      scratch.events.emplace_back(&attrs[i].layout, std::move(name));
+    }
+  }
+  for (const auto& [l, name] : scratch.events) {
+    if (l == layout) return name;
+  }
+  return "[unknown]";
+}
+
+// One frame as perf script prints it after `lead`: "{ip:16x} {sym}+0x{off}
+// ({dso})", each part as the fields ask.
+void append_frame(std::string& t, const char* lead, const analysis::SymbolizedFrame& f, uint32_t fields) {
+  t += lead;
+  if (fields & kFieldIp) fmt::format_to(std::back_inserter(t), "{:16x}", f.ip);
+  if (fields & kFieldSym) {
+    t += ' ';
+    t += f.frame.symbol;
+    if ((fields & kFieldSymoff) && offset_known(f.frame, f.ip)) {
+      fmt::format_to(std::back_inserter(t), "+0x{:x}", f.ip - f.frame.symbol_start);
+    }
+  }
+  if (fields & kFieldDso) {
+    t += " (";
+    t += f.frame.dso;
+    t += ')';
+  }
+}
+
+// perf script's layout for the fields `o.fields`: the header fields, then
+// the frames one a line (with callchains), or the leaf on the same line.
+void format_fields(const analysis::Session& session, const analysis::OrderedSample& ref,
+                   const perf::Sample& sample, const ScriptOptions& o, LineScratch& scratch,
+                   TextBuffer& out) {
+  const symbols::Symbolizer& sym = session.symbolizer();
+  const uint32_t f = o.fields;
+  const bool chain = o.callchain && (f & kFieldIp);
+  std::string& t = scratch.text;
+  t.clear();
+  auto to = std::back_inserter(t);
+  if (f & kFieldComm) {
+    std::string_view comm = sym.comm(sample.pid, sample.tid, sample.time);
+    const std::string unnamed = ":" + std::to_string(sample.tid);
+    if (comm.empty()) comm = unnamed;
+    if (chain) {
+      fmt::format_to(to, "{} ", comm);
+    } else {
+      fmt::format_to(to, "{:>16} ", comm);
+    }
+  }
+  if ((f & kFieldPid) && (f & kFieldTid)) {
+    fmt::format_to(to, "{:>5}/{:<5} ", sample.pid, sample.tid);
+  } else if (f & kFieldPid) {
+    fmt::format_to(to, "{:>5} ", sample.pid);
+  } else if (f & kFieldTid) {
+    fmt::format_to(to, "{:>5} ", sample.tid);
+  }
+  if (f & kFieldCpu) fmt::format_to(to, "[{:03}] ", sample.cpu);
+  if (f & kFieldTime) {
+    fmt::format_to(to, "{:>12}: ",
+                   fmt::format("{}.{:06}", sample.time / 1000000000, sample.time % 1000000000 / 1000));
+  }
+  if (f & kFieldPeriod) fmt::format_to(to, "{:>10} ", sample.period);
+  if (f & kFieldEvent) {
+    const std::string_view name = event_name(session, ref.layout, scratch);
+    fmt::format_to(to, "{:>{}}: ", name, scratch.event_width);
+  }
+  if (f & (kFieldIp | kFieldSym | kFieldDso)) {
+    analysis::symbolize_sample(sym, sample, ref.record.cpumode(), chain, scratch.frames);
+    if (chain) {
+      t += '\n';
+      for (const analysis::SymbolizedFrame& fr : scratch.frames) {
+        append_frame(t, "\t", fr, f);
+        t += '\n';
+      }
+    } else if (!scratch.frames.empty()) {
+      append_frame(t, (f & kFieldIp) ? " " : "", scratch.frames.front(), f);
+    }
+  }
+  t += '\n';  // the line's end, or with callchains the blank line after the frames
+  out.append(t);
+}
+
+// The JSON array of a sample's frames, leaf first:
+// [{"ip":"0x..","sym":..,"off":..,"dso":..[,"bpf_prog_id":..]},..].
+void append_json_callchain(std::string& t, const symbols::Symbolizer& sym,
+                           const std::vector<analysis::SymbolizedFrame>& frames) {
+  t += ",\"callchain\":[";
+  std::string buf;
+  for (size_t i = 0; i < frames.size(); i++) {
+    const analysis::SymbolizedFrame& fr = frames[i];
+    if (i) t += ',';
+    const JsonString name(fr.frame.symbol), dso(fr.frame.dso);
+    buf.resize(name.size() + dso.size() + kPad);
+    fmt::format_to(std::back_inserter(t), "{{\"ip\":\"0x{:x}\",\"sym\":", fr.ip);
+    t.append(buf.data(), static_cast<size_t>(name.put(buf.data()) - buf.data()));
+    fmt::format_to(std::back_inserter(t), ",\"off\":{},\"dso\":",
+                   offset_known(fr.frame, fr.ip) ? fr.ip - fr.frame.symbol_start : 0);
+    t.append(buf.data(), static_cast<size_t>(dso.put(buf.data()) - buf.data()));
+    if (fr.frame.bpf_program != 0) {
+      fmt::format_to(std::back_inserter(t), ",\"bpf_prog_id\":{}",
+                     sym.bpf_programs()[fr.frame.bpf_program - 1].id);
+    }
+    t += '}';
+  }
+  t += ']';
+}
+
 }  // namespace
 
 void format_sample(const analysis::Session& session, const analysis::OrderedSample& ref,
-                   ScriptFormat format, LineScratch& scratch, TextBuffer& out) {
+                   const ScriptOptions& options, LineScratch& scratch, TextBuffer& out) {
+  const ScriptFormat format = options.format;
   std::vector<analysis::SymbolizedFrame>& frames = scratch.frames;
   perf::Sample& parsed = scratch.parsed;
   if (!perf::Sample::parse_fast(ref.record, *ref.layout, parsed)) {
@@ -70,6 +188,10 @@ void format_sample(const analysis::Session& session, const analysis::OrderedSamp
   }
   const perf::Sample* sample = &parsed;
   const symbols::Symbolizer& sym = session.symbolizer();
+  if (format == ScriptFormat::kText && options.fields != 0) {
+    format_fields(session, ref, *sample, options, scratch, out);
+    return;
+  }
   if (format == ScriptFormat::kJson) {
     const std::string_view comm = sym.comm(sample->pid, sample->tid, sample->time);
     analysis::symbolize_sample(sym, *sample, ref.record.cpumode(), false, frames);
@@ -176,6 +298,16 @@ void format_sample(const analysis::Session& session, const analysis::OrderedSamp
       }
       p = put(p, "]");
       if (scratch.charge.programs.size() > 1) p = put(p, ",\"dispatch_estimated\":true");
+    }
+    if (options.callchain) {
+      out.commit(p);
+      std::string& t = scratch.text;
+      t.clear();
+      analysis::symbolize_sample(sym, *sample, ref.record.cpumode(), true, scratch.chain);
+      append_json_callchain(t, sym, scratch.chain);
+      t += "}\n";
+      out.append(t);
+      return;
     }
     p = put(p, "}\n");
     out.commit(p);

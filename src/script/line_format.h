@@ -68,10 +68,15 @@ struct LineScratch {
   analysis::CostCache cost_cache;
   std::vector<analysis::SymbolizedFrame> chain;
   profile::Charge charge;
+  // perf's layout (-F): event names by attr, in the width of the longest.
+  std::vector<std::pair<const perf::SampleLayout*, std::string>> events;
+  size_t event_width = 0;
+  std::string text;  // the sample's text, made here first
 };
 
-// Appends the line of the sample `ref` to `out`.
+// Appends the text of the sample `ref` to `out`: its line, or with
+// callchains its header line, frames and a blank line.
 void format_sample(const analysis::Session& session, const analysis::OrderedSample& ref,
-                   ScriptFormat format, LineScratch& scratch, TextBuffer& out);
+                   const ScriptOptions& options, LineScratch& scratch, TextBuffer& out);
 
 }  // namespace bpfprof::script

@@ -11,6 +11,8 @@
 #include <cerrno>
 #include <cstdio>
 #include <deque>
+#include <iterator>
+#include <string_view>
 #include <span>
 #include <thread>
 #include <utility>
@@ -41,10 +43,10 @@ constexpr uint64_t kMinWindowBytes = 1 << 20, kMaxWindowBytes = 8 << 20;
 // capacity from batch to batch.
 class BatchPipeline {
  public:
-  BatchPipeline(const analysis::Session& session, ScriptFormat format, std::FILE* out,
+  BatchPipeline(const analysis::Session& session, const ScriptOptions& options, std::FILE* out,
                 unsigned workers)
       : session_(session),
-        format_(format),
+        options_(options),
         out_(out),
         slots_(make_slots(workers)),
         workers_(workers, [this] { work(); }) {}
@@ -80,7 +82,7 @@ class BatchPipeline {
   Status drain(Slot& slot);
 
   const analysis::Session& session_;
-  const ScriptFormat format_;
+  const ScriptOptions& options_;
   std::FILE* const out_;
   std::vector<Slot> slots_;
   size_t next_ = 0;  // the slot submit() fills next (slots are used in a ring)
@@ -155,7 +157,7 @@ void BatchPipeline::work() {
     TextBuffer& text = slot.texts[task.part];
     text.clear();
     for (size_t i = begin; i < end; i++) {
-      format_sample(session_, slot.samples[i], format_, scratch, text);
+      format_sample(session_, slot.samples[i], options_, scratch, text);
     }
     {
       std::lock_guard lock(workers_.mutex());
@@ -172,10 +174,10 @@ void BatchPipeline::work() {
 // few windows whatever the size of the file.
 class WindowPipeline {
  public:
-  WindowPipeline(const analysis::Session& session, ScriptFormat format, std::FILE* out,
+  WindowPipeline(const analysis::Session& session, const ScriptOptions& options, std::FILE* out,
                  std::vector<analysis::TimeWindow> windows, unsigned workers)
       : session_(session),
-        format_(format),
+        options_(options),
         out_(out),
         windows_(std::move(windows)),
         slots_(size_t{workers} + 2),
@@ -195,7 +197,7 @@ class WindowPipeline {
   void work();
 
   const analysis::Session& session_;
-  const ScriptFormat format_;
+  const ScriptOptions& options_;
   std::FILE* const out_;
   const std::vector<analysis::TimeWindow> windows_;
   std::vector<Slot> slots_;  // window k uses slot k % size
@@ -252,7 +254,7 @@ void WindowPipeline::work() {
     slot.status = samples.collect(session_, windows_[k]);
     if (slot.status.ok()) {
       for (const analysis::OrderedSample& s : samples.samples()) {
-        format_sample(session_, s, format_, scratch, slot.text);
+        format_sample(session_, s, options_, scratch, slot.text);
       }
     }
     {
@@ -278,6 +280,38 @@ void widen_pipe(std::FILE* out) {
 
 }  // namespace
 
+Result<uint32_t> parse_fields(std::string_view list) {
+  static constexpr std::pair<std::string_view, ScriptField> kNames[] = {
+      {"comm", kFieldComm}, {"tid", kFieldTid},       {"pid", kFieldPid}, {"time", kFieldTime},
+      {"cpu", kFieldCpu},   {"event", kFieldEvent},   {"ip", kFieldIp},   {"sym", kFieldSym},
+      {"symoff", kFieldSymoff}, {"dso", kFieldDso}, {"period", kFieldPeriod},
+  };
+  uint32_t fields = 0;
+  while (!list.empty()) {
+    const size_t comma = list.find(',');
+    const std::string_view name = list.substr(0, comma);
+    list = comma == std::string_view::npos ? std::string_view() : list.substr(comma + 1);
+    if (name.empty()) continue;
+    const auto* it = std::find_if(std::begin(kNames), std::end(kNames),
+                                  [&](const auto& n) { return n.first == name; });
+    if (it == std::end(kNames)) {
+      return make_error(Errc::kInvalidArgument,
+                        "-F: unknown field '" + std::string(name) +
+                            "' (known: comm, tid, pid, time, cpu, event, ip, sym, symoff, dso, period)");
+    }
+    fields |= it->second;
+  }
+  if (fields == 0) return make_error(Errc::kInvalidArgument, "-F: no field named");
+  return fields;
+}
+
+bool has_callchains(const analysis::Session& session) {
+  const auto& attrs = session.reader().attrs();
+  return std::any_of(attrs.begin(), attrs.end(), [](const perfdata::FileAttr& a) {
+    return (a.attr.sample_type & PERF_SAMPLE_CALLCHAIN) != 0;
+  });
+}
+
 Status write_script(const analysis::Session& session, const ScriptOptions& options,
                     std::FILE* out) {
   widen_pipe(out);
@@ -288,9 +322,9 @@ Status write_script(const analysis::Session& session, const ScriptOptions& optio
   std::vector<analysis::TimeWindow> windows = analysis::plan_time_windows(session, window_bytes);
   Status written = ok_status();
   if (!windows.empty()) {
-    written = WindowPipeline(session, options.format, out, std::move(windows), threads).run();
+    written = WindowPipeline(session, options, out, std::move(windows), threads).run();
   } else {
-    BatchPipeline pipeline(session, options.format, out, threads);
+    BatchPipeline pipeline(session, options, out, threads);
     written = analysis::for_each_in_time_order(
         session, kBatch,
         [&](std::span<const analysis::OrderedSample> batch) { return pipeline.submit(batch); });

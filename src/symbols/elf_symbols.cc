@@ -13,6 +13,7 @@
 #include <cxxabi.h>
 
 #include "base/unique_fd.h"
+#include "symbols/demangle.h"
 #include "symbols/interval_timeline.h"
 
 namespace bpfprof::symbols {
@@ -62,6 +63,29 @@ bool is_function(const GElf_Sym& s) {
   return (type == STT_FUNC || type == STT_GNU_IFUNC) && s.st_shndx != SHN_UNDEF && s.st_value != 0;
 }
 
+// Per section index, whether it is loaded code by perf's measure: allocated,
+// and named like a text section (".text", ".init.text", ...). Labels (symbols
+// without a type: ld.so's `_start`, `_dl_start_user`) count only there.
+std::vector<bool> text_sections(Elf* elf) {
+  size_t n = 0, shstrndx = 0;
+  if (elf_getshdrnum(elf, &n) != 0 || elf_getshdrstrndx(elf, &shstrndx) != 0) return {};
+  std::vector<bool> text(n, false);
+  for (size_t i = 1; i < n; i++) {
+    Elf_Scn* scn = elf_getscn(elf, i);
+    GElf_Shdr sh;
+    if (!scn || !gelf_getshdr(scn, &sh) || !(sh.sh_flags & SHF_ALLOC)) continue;
+    const char* name = elf_strptr(elf, shstrndx, sh.sh_name);
+    text[i] = name != nullptr && std::strstr(name, "text") != nullptr;
+  }
+  return text;
+}
+
+bool is_label(const GElf_Sym& s, const std::vector<bool>& text) {
+  const int vis = GELF_ST_VISIBILITY(s.st_other);
+  return GELF_ST_TYPE(s.st_info) == STT_NOTYPE && s.st_shndx != SHN_UNDEF && s.st_shndx < text.size() &&
+         text[s.st_shndx] && s.st_value != 0 && vis != STV_HIDDEN && vis != STV_INTERNAL;
+}
+
 
 // <root>/usr/lib/debug/.build-id/ab/cdef....debug, if present and an ELF file.
 std::optional<OpenElf> open_debug_file(const std::string& root, const std::vector<uint8_t>& id) {
@@ -85,6 +109,7 @@ std::optional<OpenElf> open_debug_file(const std::string& root, const std::vecto
 // place. Its file descriptor is closed once loaded (a system-wide profile
 // touches hundreds of files).
 struct ElfSymbols::Image {
+  std::vector<std::byte> copy;  // an image read from memory (declared first: outlives elf)
   ElfPtr elf;
 };
 
@@ -124,53 +149,132 @@ void ElfSymbols::sort_by_address(std::vector<Raw>& raw) {
   if (from != raw.data()) std::copy(from, from + n, raw.data());
 }
 
-Result<std::unique_ptr<ElfSymbols>> ElfSymbols::load(const std::string& path, const std::string& debug_root) {
+Result<std::unique_ptr<ElfSymbols>> ElfSymbols::load(const std::string& path, const std::string& debug_root,
+                                                     bool full_signatures) {
   if (elf_version(EV_CURRENT) == EV_NONE) return make_error(Errc::kInternal, "libelf version");
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (!fd.valid()) return make_sys_error("open " + path, errno);
   ElfPtr elf(elf_begin(fd.get(), ELF_C_READ_MMAP, nullptr));
   if (!elf || elf_kind(elf.get()) != ELF_K_ELF) return elf_error(path, "not an ELF file");
+  auto image = std::make_unique<Image>();
+  image->elf = std::move(elf);
+  return load_elf(std::move(fd), std::move(image), path, debug_root, full_signatures);
+}
 
+Result<std::unique_ptr<ElfSymbols>> ElfSymbols::load_image(std::span<const std::byte> bytes,
+                                                           std::string_view what, bool full_signatures) {
+  if (elf_version(EV_CURRENT) == EV_NONE) return make_error(Errc::kInternal, "libelf version");
+  // libelf takes a writable image; it reads this one only (native byte
+  // order), but a copy keeps the caller's bytes (a mapped file) untouched.
+  auto image = std::make_unique<Image>();
+  image->copy.assign(bytes.begin(), bytes.end());
+  const std::string name(what);
+  if (image->copy.empty()) return make_error(Errc::kBadRecord, name + ": empty image");
+  image->elf.reset(elf_memory(reinterpret_cast<char*>(image->copy.data()), image->copy.size()));
+  if (!image->elf || elf_kind(image->elf.get()) != ELF_K_ELF) return elf_error(name, "not an ELF image");
+  return load_elf(UniqueFd(), std::move(image), name, "", full_signatures);
+}
+
+Result<std::unique_ptr<ElfSymbols>> ElfSymbols::load_elf(UniqueFd fd, std::unique_ptr<Image> image,
+                                                         const std::string& path,
+                                                         const std::string& debug_root, bool full_signatures) {
+  Elf* const elf = image->elf.get();
   auto out = std::make_unique<ElfSymbols>();
+  out->full_signatures_ = full_signatures;
   std::vector<Raw> raw;
-  out->build_id_ = read_build_id(elf.get());
+  out->build_id_ = read_build_id(elf);
 
   size_t nph = 0;
-  if (elf_getphdrnum(elf.get(), &nph) != 0) return elf_error(path, "program headers");
+  if (elf_getphdrnum(elf, &nph) != 0) return elf_error(path, "program headers");
   for (size_t i = 0; i < nph; ++i) {
     GElf_Phdr ph;
-    if (gelf_getphdr(elf.get(), static_cast<int>(i), &ph) && ph.p_type == PT_LOAD) {
+    if (gelf_getphdr(elf, static_cast<int>(i), &ph) && ph.p_type == PT_LOAD) {
       out->segments_.push_back({ph.p_offset, ph.p_filesz, ph.p_vaddr});
     }
   }
 
   const char* names = nullptr;
-  bool have_symtab = read_symbols(elf.get(), raw, names);
-  OpenElf image{std::move(fd), std::move(elf)};
+  bool have_symtab = read_symbols(elf, raw, names);
   // A stripped file: its separate debug file (same addresses) has .symtab.
-  if (!have_symtab && !out->build_id_.empty()) {
-    if (auto debug = open_debug_file(debug_root, out->build_id_)) {
+  std::optional<OpenElf> debug;
+  if (!have_symtab && !out->build_id_.empty() && fd.valid()) {
+    if ((debug = open_debug_file(debug_root, out->build_id_))) {
       std::vector<Raw> from_debug;
       const char* debug_names = nullptr;
       if (read_symbols(debug->elf.get(), from_debug, debug_names)) {
         raw = std::move(from_debug);
         names = debug_names;
-        image = std::move(*debug);
+      } else {
+        debug.reset();
       }
     }
   }
+  // PLT entries are read from the file itself (a debug file has no PLT
+  // contents).
+  out->add_plt_symbols(elf, raw);
+  if (debug) {
+    // The file's own mapping can go: its PLT names are copied.
+    image->elf = std::move(debug->elf);
+    fd = std::move(debug->fd);
+  }
   // Everything needed from the file is in libelf's memory (its mapping, or
   // what it read) by now: the descriptor can go.
-  elf_cntl(image.elf.get(), ELF_C_FDDONE);
-  out->image_ = std::make_unique<Image>(Image{std::move(image.elf)});
+  if (fd.valid()) elf_cntl(image->elf.get(), ELF_C_FDDONE);
+  out->image_ = std::move(image);
   out->names_ = names;
   sort_by_address(raw);
-  raw.erase(std::unique(raw.begin(), raw.end(), [](const Raw& a, const Raw& b) { return a.addr == b.addr; }),
-            raw.end());
+  out->keep_preferred_aliases(raw);
   out->symbols_ = std::move(raw);
   out->demangled_ = std::make_unique<std::atomic<const std::string*>[]>(out->symbols_.size());
   out->serial_ = next_timeline_serial();
   return out;
+}
+
+std::string_view ElfSymbols::raw_name(const Raw& r) const {
+  if (r.alias_class & kPltName) return std::string_view(plt_names_.data() + r.name_off);
+  return std::string_view(names_ + r.name_off);
+}
+
+void ElfSymbols::keep_preferred_aliases(std::vector<Raw>& raw) const {
+  auto underscores = [](std::string_view n) {
+    size_t k = 0;
+    while (k < n.size() && n[k] == '_') k++;
+    return k;
+  };
+  // Names are compared as perf compares them, demangled (C++ constructors
+  // and destructors have several mangled aliases of one demangled name).
+  std::string a_text, b_text;
+  auto compared = [&](const Raw& r, std::string& text) -> std::string_view {
+    const std::string_view n = raw_name(r);
+    if (!n.starts_with("_Z")) return n;
+    std::optional<std::string> d = demangle(n, false);
+    if (!d) return n;
+    text = std::move(*d);
+    return text;
+  };
+  // Whether a is preferred over b (a comes first in the sorted run).
+  auto better = [&](const Raw& a, const Raw& b) {
+    const bool a_sized = !(a.alias_class & kUnsized), b_sized = !(b.alias_class & kUnsized);
+    if (a_sized != b_sized) return a_sized;
+    const bool a_weak = a.alias_class & kWeak, b_weak = b.alias_class & kWeak;
+    if (a_weak != b_weak) return !a_weak;
+    const bool a_global = !(a.alias_class & kNotGlobal), b_global = !(b.alias_class & kNotGlobal);
+    if (a_global != b_global) return a_global;
+    const std::string_view an = compared(a, a_text), bn = compared(b, b_text);
+    if (underscores(an) != underscores(bn)) return underscores(an) < underscores(bn);
+    if (an.size() != bn.size()) return an.size() > bn.size();
+    return true;  // the first in the run (file order among equals)
+  };
+  size_t out = 0;
+  for (size_t i = 0; i < raw.size();) {
+    size_t best = i, j = i + 1;
+    for (; j < raw.size() && raw[j].addr == raw[i].addr; j++) {
+      if (!better(raw[best], raw[j])) best = j;
+    }
+    raw[out++] = raw[best];
+    i = j;
+  }
+  raw.resize(out);
 }
 
 ElfSymbols::~ElfSymbols() {
@@ -181,17 +285,17 @@ ElfSymbols::~ElfSymbols() {
 }
 
 std::string_view ElfSymbols::shown_name(size_t i) const {
-  const std::string_view name(names_ + symbols_[i].name_off);
+  const Raw& r = symbols_[i];
+  if (r.alias_class & kPltName) return raw_name(r);  // demangled when made
+  const std::string_view name = raw_name(r);
   if (!name.starts_with("_Z")) return name;
   std::atomic<const std::string*>& slot = demangled_[i];
   const std::string* d = slot.load(std::memory_order_acquire);
   if (d == nullptr) {
     // Demangled by whichever thread gets here first; a thread that loses the
     // race drops its copy and takes the winner's, so the view is one.
-    int status = -1;
-    std::unique_ptr<char, void (*)(void*)> out(abi::__cxa_demangle(name.data(), nullptr, nullptr, &status),
-                                               std::free);
-    auto made = status == 0 && out ? std::make_unique<const std::string>(out.get()) : nullptr;
+    std::optional<std::string> shown = demangle(name, full_signatures_);
+    auto made = shown ? std::make_unique<const std::string>(std::move(*shown)) : nullptr;
     const std::string* mine = made ? made.get() : &kNotMangled;
     if (slot.compare_exchange_strong(d, mine, std::memory_order_acq_rel, std::memory_order_acquire)) {
       made.release();
@@ -226,9 +330,13 @@ bool ElfSymbols::read_symbols(Elf* elf, std::vector<Raw>& raw, const char*& name
   if (last_nul == nullptr) return chosen_sh.sh_type == SHT_SYMTAB;
   const size_t ends_before = static_cast<size_t>(static_cast<const char*>(last_nul) - strings);
   names = strings;
+  const std::vector<bool> text = text_sections(elf);
   auto add = [&](const GElf_Sym& sym) {
-    if (!is_function(sym) || sym.st_name == 0 || sym.st_name >= ends_before || strings[sym.st_name] == '\0') return;
-    const uint32_t alias_class = (sym.st_size == 0 ? 2u : 0u) | (GELF_ST_BIND(sym.st_info) == STB_LOCAL ? 1u : 0u);
+    if (sym.st_name == 0 || sym.st_name >= ends_before || strings[sym.st_name] == '\0') return;
+    if (!is_function(sym) && !is_label(sym, text)) return;
+    const int bind = GELF_ST_BIND(sym.st_info);
+    const uint32_t alias_class = (sym.st_size == 0 ? kUnsized : 0u) | (bind != STB_GLOBAL ? kNotGlobal : 0u) |
+                                 (bind == STB_WEAK ? kWeak : 0u);
     raw.push_back({sym.st_value, sym.st_size, sym.st_name, alias_class});
   };
   raw.reserve(raw.size() + data->d_size / chosen_sh.sh_entsize);
@@ -245,6 +353,81 @@ bool ElfSymbols::read_symbols(Elf* elf, std::vector<Raw>& raw, const char*& name
     }
   }
   return chosen_sh.sh_type == SHT_SYMTAB;
+}
+
+void ElfSymbols::add_plt_symbols(Elf* elf, std::vector<Raw>& raw) {
+  // The PLT's first entry (its header) resolves lazily; entry k + 1 jumps
+  // through the GOT slot of .rela.plt's entry k.
+  GElf_Ehdr eh;
+  if (!gelf_getehdr(elf, &eh)) return;
+  uint64_t header = 0, entry = 0;
+  if (eh.e_machine == EM_X86_64) {
+    header = 16, entry = 16;
+  } else if (eh.e_machine == EM_AARCH64) {
+    header = 32, entry = 16;
+  } else {
+    return;
+  }
+  size_t shstrndx = 0;
+  if (elf_getshdrstrndx(elf, &shstrndx) != 0) return;
+  Elf_Scn* rel = nullptr;
+  GElf_Shdr rel_sh{}, plt_sh{};
+  bool have_plt = false;
+  for (Elf_Scn* scn = elf_nextscn(elf, nullptr); scn; scn = elf_nextscn(elf, scn)) {
+    GElf_Shdr sh;
+    if (!gelf_getshdr(scn, &sh)) continue;
+    const char* name = elf_strptr(elf, shstrndx, sh.sh_name);
+    if (name == nullptr) continue;
+    if ((sh.sh_type == SHT_RELA && std::strcmp(name, ".rela.plt") == 0) ||
+        (sh.sh_type == SHT_REL && std::strcmp(name, ".rel.plt") == 0)) {
+      rel = scn;
+      rel_sh = sh;
+    } else if (sh.sh_type == SHT_PROGBITS && std::strcmp(name, ".plt") == 0) {
+      plt_sh = sh;
+      have_plt = true;
+    }
+  }
+  if (!rel || !have_plt || rel_sh.sh_entsize == 0) return;
+  Elf_Scn* dynsym = elf_getscn(elf, rel_sh.sh_link);
+  GElf_Shdr dynsym_sh;
+  if (!dynsym || !gelf_getshdr(dynsym, &dynsym_sh)) return;
+  Elf_Data* rels = elf_getdata(rel, nullptr);
+  Elf_Data* syms = elf_getdata(dynsym, nullptr);
+  Elf_Scn* strscn = elf_getscn(elf, dynsym_sh.sh_link);
+  Elf_Data* strs = strscn ? elf_getdata(strscn, nullptr) : nullptr;
+  if (!rels || !syms || !strs || !strs->d_buf) return;
+  const char* strings = static_cast<const char*>(strs->d_buf);
+  const void* last_nul = ::memrchr(strings, '\0', strs->d_size);
+  const size_t ends_before = last_nul ? static_cast<size_t>(static_cast<const char*>(last_nul) - strings) : 0;
+  const size_t n = rels->d_size / rel_sh.sh_entsize;
+  uint64_t at = plt_sh.sh_addr + header;
+  for (size_t i = 0; i < n && at + entry <= plt_sh.sh_addr + plt_sh.sh_size; i++, at += entry) {
+    uint64_t info = 0;
+    if (rel_sh.sh_type == SHT_RELA) {
+      GElf_Rela r;
+      if (!gelf_getrela(rels, static_cast<int>(i), &r)) break;
+      info = r.r_info;
+    } else {
+      GElf_Rel r;
+      if (!gelf_getrel(rels, static_cast<int>(i), &r)) break;
+      info = r.r_info;
+    }
+    // An entry without a symbol (IRELATIVE: an ifunc resolved at load) is
+    // named "@plt", as perf names it.
+    std::string_view name;
+    GElf_Sym sym;
+    if (const uint64_t k = GELF_R_SYM(info); k != 0 && gelf_getsym(syms, static_cast<int>(k), &sym) &&
+                                             sym.st_name < ends_before) {
+      name = strings + sym.st_name;
+    }
+    std::string shown(name);
+    if (name.starts_with("_Z")) shown = demangle(name, full_signatures_).value_or(shown);
+    const auto off = static_cast<uint32_t>(plt_names_.size());
+    plt_names_ += shown;
+    plt_names_ += "@plt";
+    plt_names_.push_back('\0');
+    raw.push_back({at, entry, off, kPltName});
+  }
 }
 
 std::optional<uint64_t> ElfSymbols::offset_to_vaddr(uint64_t offset) const {
@@ -299,14 +482,23 @@ uint32_t ElfCache::slot(std::string_view path) {
   return i;
 }
 
+uint32_t ElfCache::image_slot(std::string_view name, std::span<const std::byte> image) {
+  auto s = std::make_unique<Slot>();
+  s->path = std::string(name);
+  s->image = image;
+  slots_.push_back(std::move(s));
+  return static_cast<uint32_t>(slots_.size() - 1);
+}
+
 const ElfSymbols* ElfCache::get(uint32_t slot) const {
   if (slot >= slots_.size()) return nullptr;
   const Slot& s = *slots_[slot];
   // After the first load this is one acquire load: std::call_once itself
   // costs a few dozen instructions per call even when done.
   if (s.loaded.load(std::memory_order_acquire)) return s.elf.get();
-  std::call_once(s.once, [&s] {
-    auto loaded = ElfSymbols::load(s.path, s.debug_root);
+  std::call_once(s.once, [&s, this] {
+    auto loaded = s.image.empty() ? ElfSymbols::load(s.path, s.debug_root, full_signatures_)
+                                  : ElfSymbols::load_image(s.image, s.path, full_signatures_);
     if (loaded.ok()) s.elf = std::move(loaded).value();
     s.loaded.store(true, std::memory_order_release);
   });

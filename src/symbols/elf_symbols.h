@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
-// Function symbols of one ELF file (libelf): .symtab, else .dynsym, the
-// PT_LOAD segments that turn a file offset into a virtual address, and the
-// GNU build id. Loaded once per path, lazily and thread-safely, because pass 2
-// symbolizes in parallel and most mapped files are never sampled.
+// Function symbols of one ELF file (libelf): .symtab, else .dynsym, with the
+// code labels of text sections (ld.so's `_start`) and a `name@plt` symbol per
+// PLT entry; the PT_LOAD segments that turn a file offset into a virtual
+// address, and the GNU build id. Among aliases at one address the one Linux
+// perf shows is kept. Loaded once per path, lazily and thread-safely, because
+// pass 2 symbolizes in parallel and most mapped files are never sampled.
 #pragma once
 
 #include <atomic>
@@ -10,12 +12,14 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
 
 #include "base/error.h"
+#include "base/unique_fd.h"
 
 typedef struct Elf Elf;  // libelf's handle, kept out of this header
 
@@ -32,9 +36,15 @@ class ElfSymbols {
   // Symbols of `path`; if it has no .symtab but a build id, they come from
   // <debug_root>/usr/lib/debug/.build-id/xx/yyyy.debug when that exists.
   // C++ names are demangled, each the first time find() returns it (a large
-  // C++ binary has ~100k symbols, of which a profile hits a few hundred).
+  // C++ binary has ~100k symbols, of which a profile hits a few hundred):
+  // without parameters (demangle.h) unless `full_signatures`.
   static Result<std::unique_ptr<ElfSymbols>> load(const std::string& path,
-                                                   const std::string& debug_root = "");
+                                                   const std::string& debug_root = "",
+                                                   bool full_signatures = false);
+  // The same from an image in memory (a recording's stored vDSO), copied.
+  static Result<std::unique_ptr<ElfSymbols>> load_image(std::span<const std::byte> image,
+                                                        std::string_view what,
+                                                        bool full_signatures = false);
   ElfSymbols() = default;
   ~ElfSymbols();
   ElfSymbols(const ElfSymbols&) = delete;
@@ -51,15 +61,25 @@ class ElfSymbols {
  private:
   struct Raw {
     uint64_t addr, size;
-    uint32_t name_off;  // into the string table, NUL-terminated there
-    // Among aliases at one address, lower first: 0 sized global, 1 sized
-    // local, 2 unsized global, 3 unsized local; then file order.
+    uint32_t name_off;  // into the string table (NUL-terminated there), or plt_names_
+    // Bit 1: unsized; bit 0: not global; bit 2: weak; kPltName: the name is
+    // in plt_names_. The sort orders aliases by the low two bits, then file
+    // order; keep_preferred_aliases() then picks one per address.
     uint32_t alias_class;
   };
+  static constexpr uint32_t kNotGlobal = 1, kUnsized = 2, kWeak = 4, kPltName = 1u << 31;
   static void sort_by_address(std::vector<Raw>& raw);
-  // Appends the function symbols of .symtab (else .dynsym), and sets `names`
-  // to the string table their name offsets are in; true if .symtab.
+  // Of aliases at one address (sorted), the one perf shows: sized, not weak,
+  // global, fewest leading underscores, longest name, first in the file.
+  void keep_preferred_aliases(std::vector<Raw>& raw) const;
+  std::string_view raw_name(const Raw& r) const;
+  // Appends the function symbols and text labels of .symtab (else .dynsym),
+  // and sets `names` to the string table their name offsets are in; true if
+  // .symtab.
   static bool read_symbols(Elf* elf, std::vector<Raw>& raw, const char*& names);
+  // Appends a `name@plt` symbol per .rela.plt entry, at its PLT entry
+  // (x86-64 and arm64 layouts); their names go into plt_names_.
+  void add_plt_symbols(Elf* elf, std::vector<Raw>& raw);
 
   struct Segment {
     uint64_t offset = 0, filesz = 0, vaddr = 0;
@@ -75,7 +95,14 @@ class ElfSymbols {
   // shows a few hundred, so none is copied or measured until it is shown.
   struct Image;
   std::unique_ptr<Image> image_;
+  // load() and load_image() past opening: `fd` is the file's (invalid for
+  // an image in memory).
+  static Result<std::unique_ptr<ElfSymbols>> load_elf(UniqueFd fd, std::unique_ptr<Image> image,
+                                                      const std::string& what,
+                                                      const std::string& debug_root, bool full_signatures);
   const char* names_ = nullptr;
+  std::string plt_names_;  // "name@plt\0..." of the PLT symbols
+  bool full_signatures_ = false;
   std::vector<Raw> symbols_;  // by address, one per address
   // Per symbol, the demangled name (owned) once made; null before. Names that
   // do not demangle point to kNotMangled.
@@ -87,10 +114,15 @@ class ElfSymbols {
 class ElfCache {
  public:
   static constexpr uint32_t kNoSlot = UINT32_MAX;
-  explicit ElfCache(std::string symfs) : symfs_(std::move(symfs)) {}
+  explicit ElfCache(std::string symfs, bool full_signatures = false)
+      : symfs_(std::move(symfs)), full_signatures_(full_signatures) {}
 
   // Pass 1 (single thread): the slot of `path`.
   uint32_t slot(std::string_view path);
+  // Before pass 1: the slot whose symbols come from `image` (an ELF image in
+  // memory, e.g. the recording's vDSO; it must outlive the cache), read on
+  // first use like a file.
+  uint32_t image_slot(std::string_view name, std::span<const std::byte> image);
   // Pass 2 (any thread): the file's symbols, or null if it cannot be read.
   const ElfSymbols* get(uint32_t slot) const;
 
@@ -98,11 +130,13 @@ class ElfCache {
   struct Slot {
     std::string path;
     std::string debug_root;
+    std::span<const std::byte> image;  // non-empty: read from memory, not path
     mutable std::once_flag once;
     mutable std::atomic<bool> loaded{false};  // set once `elf` is final
     mutable std::unique_ptr<ElfSymbols> elf;
   };
   std::string symfs_;
+  bool full_signatures_ = false;
   std::vector<std::unique_ptr<Slot>> slots_;
   std::unordered_map<std::string, uint32_t> index_;
 };

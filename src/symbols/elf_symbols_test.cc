@@ -110,13 +110,17 @@ std::string found_name(const ElfSymbols& e, uint64_t addr) {
   return s ? std::string(s->name) : "<none>";
 }
 
-TEST(ElfSymbolsTest, AliasesPreferSizedThenGlobalThenFileOrder) {
+// perf's choice: sized, then global, then fewer leading underscores, then the
+// longer name, then file order.
+TEST(ElfSymbolsTest, AliasesPreferSizedGlobalFewerUnderscoresLongerName) {
   ElfFile f({
-      {"unsized_local", 0x1000, 0, true},
-      {"sized_local", 0x1000, 0x10, true},
-      {"unsized_global", 0x1000, 0, false},
-      {"sized_global_first", 0x1000, 0x10, false},
-      {"sized_global_second", 0x1000, 0x10, false},
+      {"unsized_local_with_a_long_name", 0x1000, 0, true},
+      {"sized_local_with_a_long_name", 0x1000, 0x10, true},
+      {"unsized_global_with_a_long_name", 0x1000, 0, false},
+      {"__sized_global_underscored_long", 0x1000, 0x10, false},
+      {"sized_global_a", 0x1000, 0x10, false},
+      {"sized_global_bb", 0x1000, 0x10, false},
+      {"sized_global_cc", 0x1000, 0x10, false},
       {"next", 0x2000, 0x20, false},
       {"data_object", 0x3000, 0x20, false, STT_OBJECT},
   });
@@ -125,8 +129,8 @@ TEST(ElfSymbolsTest, AliasesPreferSizedThenGlobalThenFileOrder) {
   ASSERT_TRUE(loaded.ok()) << loaded.error().message;
   const ElfSymbols& e = *loaded.value();
   EXPECT_EQ(e.size(), 2u);  // one per address; the object is not a function
-  EXPECT_EQ(found_name(e, 0x1000), "sized_global_first");
-  EXPECT_EQ(found_name(e, 0x100f), "sized_global_first");
+  EXPECT_EQ(found_name(e, 0x1000), "sized_global_bb");
+  EXPECT_EQ(found_name(e, 0x100f), "sized_global_bb");
   EXPECT_EQ(found_name(e, 0x1010), "<none>");  // past its size, before the next
   EXPECT_EQ(found_name(e, 0x2000), "next");
   EXPECT_EQ(found_name(e, 0x3000), "<none>");
@@ -134,8 +138,8 @@ TEST(ElfSymbolsTest, AliasesPreferSizedThenGlobalThenFileOrder) {
 }
 
 // Addresses over the whole 64-bit range (every digit of the sort differs),
-// several aliases at some: each address finds the alias a plain stable sort
-// by (address, class) would put first.
+// several aliases at some: each address finds the alias perf's rule picks
+// (class, then the longer name, then file order).
 TEST(ElfSymbolsTest, ManyAddressesAcrossTheRangeFindTheirFirstAlias) {
   std::mt19937_64 rng(42);
   std::vector<Sym> syms;
@@ -151,7 +155,10 @@ TEST(ElfSymbolsTest, ManyAddressesAcrossTheRangeFindTheirFirstAlias) {
     Sym s{"f" + std::to_string(i), a, (rng() % 2) ? 8u : 0u, (rng() % 2) != 0};
     const int cls = (s.size == 0 ? 2 : 0) | (s.local ? 1 : 0);
     auto [it, fresh] = expected.try_emplace(a, cls, s.name);
-    if (!fresh && cls < it->second.first) it->second = {cls, s.name};
+    if (!fresh && (cls < it->second.first ||
+                   (cls == it->second.first && s.name.size() > it->second.second.size()))) {
+      it->second = {cls, s.name};
+    }
     syms.push_back(std::move(s));
   }
   ElfFile f(syms);

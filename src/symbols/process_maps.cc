@@ -19,7 +19,12 @@ uint32_t ProcessMaps::file_index(std::string_view path, std::span<const uint8_t>
   MappedFile f;
   f.path = path;
   f.build_id.assign(build_id.begin(), build_id.end());
-  if (!is_fileless_mapping(path)) f.elf = elf_.slot(path);
+  f.vdso = path == "[vdso]";
+  if (f.vdso) {
+    f.elf = vdso_slot_;
+  } else if (!is_fileless_mapping(path)) {
+    f.elf = elf_.slot(path);
+  }
   files_.push_back(std::move(f));
   const auto i = static_cast<uint32_t>(files_.size() - 1);
   file_index_.emplace(std::move(key), i);
@@ -41,9 +46,12 @@ void ProcessMaps::end_all(Timeline& t, uint64_t time) {
 
 void ProcessMaps::on_comm(uint64_t time, uint32_t pid, uint32_t tid, std::string_view comm,
                           bool exec) {
-  // exec replaced the address space; the new image's MMAPs follow this COMM.
-  Timeline& t = process_mut(pid);
-  if (exec) end_all(t, time);
+  // exec: the new image's MMAPs follow this COMM and win where they lie. The
+  // old image's maps are not ended: samples taken in the rest of the execve
+  // call, after this COMM, still carry the old image's user frames (the
+  // registers it entered the kernel with), as Linux perf names them too.
+  (void)exec;
+  process_mut(pid);
   comms_[tid].push_back({time, comm});
 }
 

@@ -3,8 +3,10 @@
 // in time order: each process (pid = tgid; threads share it) gets an
 // IntervalTimeline of its executable mappings, so a lookup asks what was
 // mapped at the sample's time. fork copies the parent's mappings (unless the
-// record is perf's synthesized FORK_EXEC form), exec (COMM with comm_exec)
-// ends them, and a later mmap over an earlier one wins from its time on.
+// record is perf's synthesized FORK_EXEC form), and a later mmap over an
+// earlier one wins from its time on. exec (COMM with comm_exec) ends none:
+// the new image's maps are laid over the old, which stay where nothing new
+// lies, for the samples of the execve call itself.
 #pragma once
 
 #include <cstdint>
@@ -22,7 +24,8 @@ namespace bpfprof::symbols {
 struct MappedFile {
   std::string_view path;
   std::vector<uint8_t> build_id;     // empty: the record carried none
-  uint32_t elf = ElfCache::kNoSlot;  // kNoSlot: no file behind it ([vdso], //anon, ...)
+  uint32_t elf = ElfCache::kNoSlot;  // kNoSlot: no file behind it ([heap], //anon, ...)
+  bool vdso = false;  // "[vdso]": read from the recording's image, if it has one
 };
 
 struct MapPayload {
@@ -35,6 +38,9 @@ class ProcessMaps {
   using Timeline = IntervalTimeline<MapPayload>;
 
   explicit ProcessMaps(ElfCache& elf) : elf_(elf) {}
+  // Before pass 1: the ElfCache slot of the recording's vDSO image, which
+  // [vdso] mappings are read from (none: they have no file).
+  void set_vdso_slot(uint32_t slot) { vdso_slot_ = slot; }
 
   // Pass 1, in time order; strings must be interned (they are kept as views).
   void on_mmap(uint64_t time, uint32_t pid, uint64_t start, uint64_t len, uint64_t pgoff,
@@ -72,6 +78,7 @@ class ProcessMaps {
   static CommSpan comm_in(const std::vector<CommAt>& list, uint64_t time);
 
   ElfCache& elf_;
+  uint32_t vdso_slot_ = ElfCache::kNoSlot;
   std::unordered_map<uint32_t, Timeline> procs_;
   std::unordered_map<uint32_t, std::vector<CommAt>> comms_;  // by tid
   uint64_t serial_ = 0;  // set by finish(): comm() may remember lookups then

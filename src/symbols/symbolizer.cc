@@ -58,13 +58,18 @@ Diag unknown_frames_diag(Unknown u) {
     case Unknown::kNoSymbol: return Diag::kUnknownFramesNoSymbol;
     case Unknown::kNoProcess: return Diag::kUnknownFramesNoProcess;
     case Unknown::kNoFile: return Diag::kUnknownFramesNoFile;
+    case Unknown::kNoVdso: return Diag::kUnknownFramesNoVdso;
   }
   return Diag::kUnknownFramesNoKallsyms;
 }
 
 struct Symbolizer::Impl {
   Impl(const perfdata::Features& f, Options o)
-      : features(f), options(std::move(o)), elf(options.symfs), bpf(f, pool, diag), maps(elf), lines(f) {
+      : features(f), options(std::move(o)), elf(options.symfs, options.full_signatures), bpf(f, pool, diag),
+        maps(elf), lines(f) {
+    // The recording's vDSO: [vdso] frames are read from it, nothing else.
+    const Bytes vdso = !features.vdso.empty() ? features.vdso : options.vdso;
+    if (!vdso.empty()) maps.set_vdso_slot(elf.image_slot("[vdso]", vdso));
     // Opening the snapshot needs no side-band record: a table of version 2
     // is only checked (a few hundred microseconds); version 1 is decompressed
     // and parsed, on a thread while the caller walks the file for the
@@ -353,13 +358,14 @@ Frame Symbolizer::Impl::lookup_user(uint32_t pid, uint64_t ip, uint64_t time,
   const MappedFile& file = maps.file(m.payload.file);
   f.dso = file.path;
   if (file.elf == ElfCache::kNoSlot) {
-    f.unknown = Unknown::kNoFile;
+    f.unknown = file.vdso ? Unknown::kNoVdso : Unknown::kNoFile;
     return f;
   }
-  const ElfSymbols* elf_syms = options.read_elf ? elf.get(file.elf) : nullptr;
+  // The vDSO's image is the recording's, read whatever --symfs or the host has.
+  const ElfSymbols* elf_syms = options.read_elf || file.vdso ? elf.get(file.elf) : nullptr;
   if (!elf_syms || (!file.build_id.empty() && !elf_syms->build_id().empty() &&
                     file.build_id != elf_syms->build_id())) {
-    f.unknown = Unknown::kNoElf;
+    f.unknown = file.vdso ? Unknown::kNoVdso : Unknown::kNoElf;
     return f;
   }
   const auto vaddr = elf_syms->offset_to_vaddr(ip - m.start + m.payload.pgoff);

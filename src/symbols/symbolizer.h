@@ -6,8 +6,9 @@
 // immutable and lookups are const and thread-safe, so pass 2 symbolizes
 // samples in parallel. Nothing here asks the live kernel: kernel text comes
 // from the kallsyms snapshot stored in the file, BPF code from
-// KSYMBOL/BPF_EVENT and BPF_PROG_INFO, user code from MMAP2 maps and ELF
-// files (by build id where the file has one).
+// KSYMBOL/BPF_EVENT and BPF_PROG_INFO, the vDSO from its image stored in the
+// file, user code from MMAP2 maps and ELF files (by build id where the file
+// has one).
 #pragma once
 
 #include <cstddef>
@@ -37,9 +38,10 @@ enum class Unknown : uint8_t {
   kNoElf,           // mapped file cannot be opened / is not ELF / build id mismatch
   kNoSymbol,        // ELF has no symbol covering the address
   kNoProcess,       // pid never seen in the stream
-  kNoFile,          // mapping without a file to read: [vdso], [heap], //anon, memfd
+  kNoFile,          // mapping without a file to read: [heap], //anon, memfd
+  kNoVdso,          // [vdso] code, and the recording holds no readable vDSO image
 };
-inline constexpr size_t kUnknownCount = static_cast<size_t>(Unknown::kNoFile) + 1;
+inline constexpr size_t kUnknownCount = static_cast<size_t>(Unknown::kNoVdso) + 1;
 // The diagnostic that counts frames unknown for `u` (not kNone).
 Diag unknown_frames_diag(Unknown u);
 
@@ -93,6 +95,10 @@ class Symbolizer {
     // Kernel symbols the user named (--kallsyms FILE): used instead of the
     // file's snapshot.
     std::optional<perfdata::KallsymsTable> kallsyms;
+    bool full_signatures = false;  // C++ names with parameters (demangle.h)
+    // A vDSO image the user named (--vdso FILE), for recordings that hold
+    // none (perf's); must outlive the Symbolizer. The file's own comes first.
+    Bytes vdso;
   };
   // `features` must outlive the Symbolizer: kallsyms names, BPF_PROG_INFO and
   // BTF are used in place.

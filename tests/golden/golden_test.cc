@@ -36,7 +36,8 @@ const GoldenFile kFiles[] = {
     {"bpf_lifecycle", "report-prog-comm.txt", {"report", "--bpf-only", "--sort", "prog,comm"}},
     {"bpf_lifecycle", "report-instances.txt", {"report", "--instances"}},
     {"bpf_lifecycle", "report-v.txt", {"report", "-v"}},
-    {"bpf_lifecycle", "script.txt", {"script"}},
+    {"bpf_lifecycle", "script.txt", {"script"}},  // with callchains: perf script's layout
+    {"bpf_lifecycle", "script-G.txt", {"script", "-G"}},
     {"bpf_lifecycle", "script.jsonl", {"script", "--format", "json"}},
     {"degraded", "report.txt", {"report"}},
     {"degraded", "report.json", {"report", "--format", "json"}},

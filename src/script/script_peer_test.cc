@@ -1,0 +1,250 @@
+// SPDX-License-Identifier: Apache-2.0
+// Peer test: `bpfprof script` and Linux perf 6.1's `perf script`, asked for
+// the same fields (-F tid,time,ip,sym,symoff,dso), name the same frames. On
+// a recording bpfprof makes, on one `perf record -g` makes and on one
+// `perf record -g -z` makes (each of bpfprof-workload running BPF programs,
+// system-wide), every sample's callchain is compared frame by frame. Frames
+// that differ are put in classes; the classes bpfprof differs in on purpose
+// are listed below with why, and a frame in no class fails the test.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "testing/subprocess.h"
+
+namespace bpfprof::script {
+namespace {
+
+constexpr const char* kPerf = "/usr/bin/perf";
+const std::string kBin = BPFPROF_BIN_DIR;
+const std::string kFields = "tid,time,ip,sym,symoff,dso";
+
+struct Frame {
+  std::string sym;  // "name+0xoff" or "[unknown]"
+  std::string dso;
+  uint64_t ip = 0;  // as printed: perf 6.1 prints user frames as offsets into their file
+};
+// Samples by their header line ("tid time:"), each its frames leaf first;
+// a header seen twice (two samples of one thread at one time) gets a suffix.
+using Samples = std::map<std::string, std::vector<Frame>>;
+
+Samples parse(const std::string& text) {
+  Samples out;
+  std::vector<Frame>* cur = nullptr;
+  std::istringstream in(text);
+  static const std::regex frame(R"(^\t\s*([0-9a-f]+) (.*) \((.*)\)$)");
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty()) {
+      cur = nullptr;
+      continue;
+    }
+    if (line[0] != '\t') {
+      std::string key = line.substr(0, line.find_last_not_of(' ') + 1);
+      while (out.contains(key)) key += "'";
+      cur = &out[key];
+      continue;
+    }
+    std::smatch m;
+    if (cur != nullptr && std::regex_match(line, m, frame)) {
+      cur->push_back({m[2], m[3], std::stoull(m[1].str(), nullptr, 16)});
+    }
+  }
+  return out;
+}
+
+std::string name_of(const std::string& sym) { return sym.substr(0, sym.rfind("+0x")); }
+
+// Why a frame differs, for the classes bpfprof differs in on purpose; ""
+// for a difference no class explains.
+std::string classify(const std::vector<Frame>& perf, const std::vector<Frame>& ours, size_t i) {
+  if (perf.empty() && !ours.empty()) {
+    // perf 6.1 drops a whole callchain holding a value in the context
+    // markers' range it does not know (a user stack word of -1, say); we
+    // keep the frames before it.
+    return "perf_dropped_chain";
+  }
+  if (i >= perf.size() || i >= ours.size()) return "";
+  const Frame& p = perf[i];
+  const Frame& o = ours[i];
+  if (i > 0 && p.sym.ends_with("+0x0") && p.dso == o.dso) {
+    // A return address at a symbol's first byte: the call was the last
+    // instruction of the function before (a call that does not return).
+    // perf names the return address; we name the call (address - 1), the
+    // function that made it.
+    return "return_address_at_symbol_start";
+  }
+  if (i > 0 && o.dso == "[unknown]" && p.dso.starts_with("/") && (p.ip & 0xfff) == 0) {
+    // The same at a mapping's first byte (perf's offset into the file is
+    // page-aligned): address - 1 lies before the mapping, in none.
+    return "return_address_at_symbol_start";
+  }
+  if (p.dso == "[kernel.kallsyms]" && o.dso == p.dso && p.sym.substr(p.sym.rfind("+0x")) ==
+                                                            o.sym.substr(o.sym.rfind("+0x"))) {
+    // Two kernel symbols at one address (memcpy, __pi_memcpy): perf picks
+    // another alias of the kallsyms snapshot than we do.
+    return "kernel_alias";
+  }
+  return "";
+}
+
+struct Comparison {
+  size_t samples_perf = 0, samples_ours = 0;
+  size_t frames = 0, agree = 0;
+  std::map<std::string, size_t> classes;  // "" = no class
+  std::vector<std::string> unexplained;   // the first few, for the message
+};
+
+Comparison compare(const Samples& perf, const Samples& ours) {
+  Comparison c;
+  c.samples_perf = perf.size();
+  c.samples_ours = ours.size();
+  static const std::vector<Frame> kNone;
+  for (const auto& [key, pf] : perf) {
+    auto it = ours.find(key);
+    const std::vector<Frame>& of = it == ours.end() ? kNone : it->second;
+    for (size_t i = 0; i < std::max(pf.size(), of.size()); i++) {
+      c.frames++;
+      if (i < pf.size() && i < of.size()) {
+        const Frame& p = pf[i];
+        const Frame& o = of[i];
+        // A BPF frame's dso: perf repeats the program's symbol, we say [bpf].
+        const bool same_dso = p.dso == o.dso || (o.dso == "[bpf]" && p.dso == name_of(p.sym));
+        if (p.sym == o.sym && same_dso) {
+          c.agree++;
+          continue;
+        }
+      }
+      const std::string cls = classify(pf, of, i);
+      c.classes[cls]++;
+      if (cls.empty() && c.unexplained.size() < 20) {
+        std::ostringstream s;
+        s << key << " frame " << i << ": perf "
+          << (i < pf.size() ? pf[i].sym + " (" + pf[i].dso + ")" : "-") << ", bpfprof "
+          << (i < of.size() ? of[i].sym + " (" + of[i].dso + ")" : "-");
+        c.unexplained.push_back(s.str());
+      }
+    }
+  }
+  return c;
+}
+
+// The vDSO perf's file was recorded with, from perf's own build-id cache:
+// the copy of the build id `perf buildid-list` gives [vdso]; perf 6.1 lists
+// none for a -z file, and then the cache's only copy, if it holds one (perf
+// itself names them from a copy of its own process's vDSO).
+std::string perf_cached_vdso(const std::string& path) {
+  const char* home = std::getenv("HOME");
+  const std::string cache = std::string(home ? home : "/root") + "/.debug/[vdso]/";
+  auto ids = testing::run({kPerf, "buildid-list", "-i", path});
+  std::istringstream in(ids.out);
+  for (std::string line; std::getline(in, line);) {
+    std::istringstream words(line);
+    std::string id, name;
+    if (words >> id >> name && name == "[vdso]" && ::access((cache + id + "/vdso").c_str(), R_OK) == 0) {
+      return cache + id + "/vdso";
+    }
+  }
+  std::vector<std::string> copies;
+  if (std::filesystem::is_directory(cache)) {
+    for (const auto& e : std::filesystem::directory_iterator(cache)) {
+      if (std::filesystem::exists(e.path() / "vdso")) copies.push_back(e.path() / "vdso");
+    }
+  }
+  return copies.size() == 1 ? copies[0] : "";
+}
+
+class ScriptPeerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (::geteuid() != 0) BPFPROF_KERNEL_SKIP("needs root to record system-wide");
+    if (::access(kPerf, X_OK) != 0) GTEST_SKIP() << "no " << kPerf;
+    const std::string refusal = testing::bpf_refusal(kBin);
+    if (!refusal.empty()) BPFPROF_KERNEL_SKIP(refusal);
+  }
+
+  std::vector<std::string> workload() const {
+    return {kBin + "/bpfprof-workload", "--programs", "10", "--lifetime", "50ms,100ms",
+            "--subprog-programs", "2", "--long-lived", "600ms", "--quiet"};
+  }
+
+  // Runs both scripts on `path` and compares; `extra` goes to bpfprof.
+  void check(const std::string& path, const std::vector<std::string>& extra) {
+    auto perf = testing::run({kPerf, "script", "-i", path, "-F", kFields});
+    ASSERT_EQ(perf.exit_code, 0) << perf.err;
+    std::vector<std::string> argv = {kBin + "/bpfprof", "script", "-q", "-i", path, "-F", kFields};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    auto ours = testing::run(argv);
+    ASSERT_EQ(ours.exit_code, 0) << ours.err;
+    const Samples p = parse(perf.out), o = parse(ours.out);
+    const Comparison c = compare(p, o);
+    std::string table;
+    for (const auto& [cls, n] : c.classes) table += "  " + (cls.empty() ? "(no class)" : cls) + ": " + std::to_string(n) + "\n";
+    const size_t deliberate = c.frames - c.agree - (c.classes.contains("") ? c.classes.at("") : 0);
+    const double agree = 100.0 * static_cast<double>(c.agree) / static_cast<double>(std::max<size_t>(c.frames, 1));
+    const double explained = 100.0 * static_cast<double>(c.agree + deliberate) /
+                             static_cast<double>(std::max<size_t>(c.frames, 1));
+    std::printf("%s: %zu samples (perf %zu), %zu frames: %zu agree (%.3f%%), %.3f%% with the "
+                "deliberate classes\n%s",
+                path.c_str(), c.samples_ours, c.samples_perf, c.frames, c.agree, agree, explained,
+                table.c_str());
+    EXPECT_GT(c.samples_perf, 100u);
+    EXPECT_EQ(c.samples_ours, c.samples_perf);
+    EXPECT_FALSE(c.classes.contains("")) << "frames no class explains:\n"
+                                         << [&] {
+                                              std::string s;
+                                              for (const std::string& u : c.unexplained) s += u + "\n";
+                                              return s;
+                                            }();
+    EXPECT_GE(explained, 99.9);
+    // A gross bound only: how many frames fall in the deliberate classes
+    // depends on what else the machine runs (a compiler makes many calls
+    // that do not return), the classes themselves are checked above.
+    EXPECT_GE(agree, 90.0);
+  }
+
+  testing::TempDir dir_;
+};
+
+TEST_F(ScriptPeerTest, OurRecordingFramesMatchPerfScript) {
+  const std::string path = dir_.file("ours.data");
+  std::vector<std::string> argv = {kBin + "/bpfprof", "record", "-a", "-g", "-F", "999", "-o", path, "--"};
+  for (const std::string& a : workload()) argv.push_back(a);
+  auto r = testing::run(argv);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  check(path, {});
+}
+
+// perf's files hold no kallsyms snapshot nor vDSO image: named here, where
+// they were recorded, from the kallsyms file and perf's own build-id cache,
+// asked for explicitly.
+TEST_F(ScriptPeerTest, PerfRecordingsFramesMatchPerfScript) {
+  for (const bool compressed : {false, true}) {
+    SCOPED_TRACE(compressed ? "perf record -g -z" : "perf record -g");
+    const std::string path = dir_.file(compressed ? "perf-z.data" : "perf.data");
+    std::vector<std::string> argv = {kPerf, "record", "-q", "-a", "-g", "-F", "999", "-o", path};
+    if (compressed) argv.push_back("-z");
+    argv.push_back("--");
+    for (const std::string& a : workload()) argv.push_back(a);
+    auto r = testing::run(argv);
+    if (r.exit_code != 0) GTEST_SKIP() << "perf cannot record here: " << r.err;
+    std::vector<std::string> extra = {"--kallsyms", "/proc/kallsyms"};
+    if (const std::string vdso = perf_cached_vdso(path); !vdso.empty()) {
+      extra.push_back("--vdso");
+      extra.push_back(vdso);
+    }
+    check(path, extra);
+  }
+}
+
+}  // namespace
+}  // namespace bpfprof::script
