@@ -18,6 +18,8 @@ packages=(
   googletest libgtest-dev libgmock-dev libbenchmark-dev libclang-rt-14-dev
   # peers
   linux-perf bpftool time
+  # a real tracing tool that attaches the classic way (PERF_EVENT_IOC_SET_BPF)
+  bpftrace
   # go tool pprof reads our pprof files (peer test)
   golang-go
   # the flame graph page rendered headless; well-formedness of the SVG

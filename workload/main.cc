@@ -88,7 +88,8 @@ int run(int argc, char** argv) {
   PriceOptions price;
   app.add_option("--price", price.hook,
                  "getppid() in a loop taxed by a map-heavy program at raw_syscalls:sys_enter: "
-                 "tracepoint (through a perf event), raw_tp, or perf_only (the perf event, no "
+                 "tracepoint (a BPF link over a perf event), tracepoint_ioctl (PERF_EVENT_IOC_SET_BPF "
+                 "on the perf event, no link), raw_tp, or perf_only (the perf event, no "
                  "program); prints CPU ns per call");
   app.add_option("--price-ops", price.ops, "with --price: calls per run")->capture_default_str();
   app.add_option("--price-rounds", price.rounds,

@@ -89,9 +89,11 @@ int load_program(bpf_prog_type type, int map_fd, uint32_t tgid) {
 }
 
 // Attaches; returns the fd that keeps it attached (close detaches): a raw
-// tracepoint's, or a BPF link over the tracepoint's perf event. With
+// tracepoint's, a BPF link over the tracepoint's perf event, or with
+// `classic` the perf event itself, the program set on it by
+// PERF_EVENT_IOC_SET_BPF (as bcc and bpftrace attach, no link). With
 // prog_fd < 0 only the perf event is opened and enabled (its fd).
-int attach(bool raw_tp, int prog_fd) {
+int attach(bool raw_tp, int prog_fd, bool classic = false) {
   if (raw_tp) {
     bpf_attr attr;
     std::memset(&attr, 0, sizeof attr);
@@ -119,6 +121,14 @@ int attach(bool raw_tp, int prog_fd) {
   if (fd < 0) {
     std::fprintf(stderr, "perf_event_open: %s\n", std::strerror(errno));
     return -1;
+  }
+  if (classic) {
+    if (::ioctl(fd, PERF_EVENT_IOC_SET_BPF, prog_fd) != 0 || ::ioctl(fd, PERF_EVENT_IOC_ENABLE, 0) != 0) {
+      std::fprintf(stderr, "PERF_EVENT_IOC_SET_BPF/ENABLE: %s\n", std::strerror(errno));
+      ::close(fd);
+      return -1;
+    }
+    return fd;
   }
   if (prog_fd < 0) {
     if (::ioctl(fd, PERF_EVENT_IOC_ENABLE, 0) != 0) {
@@ -156,6 +166,7 @@ double run_ops(uint64_t ops) {
 
 Status run_one(const PriceOptions& o) {
   const bool raw_tp = o.hook == "raw_tp";
+  const bool classic = o.hook == "tracepoint_ioctl";
   int prog_fd = -1;
   if (o.hook != "perf_only") {
     const int map_fd = create_map();
@@ -165,7 +176,7 @@ Status run_one(const PriceOptions& o) {
     if (prog_fd < 0) return make_sys_error("loading price_map", errno);
   }
   if (o.rounds == 0) {
-    const int fd = attach(raw_tp, prog_fd);
+    const int fd = attach(raw_tp, prog_fd, classic);
     if (fd < 0) return make_error(Errc::kInvalidArgument, "attaching price_map");
     std::printf("attached_ns %.1f\n", run_ops(o.ops));
     ::close(fd);
@@ -174,7 +185,7 @@ Status run_one(const PriceOptions& o) {
   run_ops(o.ops / 10);  // warm up
   for (unsigned r = 0; r < o.rounds; r++) {
     std::printf("detached_ns %.1f\n", run_ops(o.ops));
-    const int fd = attach(raw_tp, prog_fd);
+    const int fd = attach(raw_tp, prog_fd, classic);
     if (fd < 0) return make_error(Errc::kInvalidArgument, "attaching price_map");
     std::printf("attached_ns %.1f\n", run_ops(o.ops));
     ::close(fd);
@@ -186,9 +197,10 @@ Status run_one(const PriceOptions& o) {
 }  // namespace
 
 Status run_price(const PriceOptions& o) {
-  if (o.hook != "tracepoint" && o.hook != "raw_tp" && o.hook != "perf_only") {
-    return make_error(Errc::kInvalidArgument,
-                      "--price takes tracepoint, raw_tp or perf_only, not '" + o.hook + "'");
+  if (o.hook != "tracepoint" && o.hook != "tracepoint_ioctl" && o.hook != "raw_tp" &&
+      o.hook != "perf_only") {
+    return make_error(Errc::kInvalidArgument, "--price takes tracepoint, tracepoint_ioctl, raw_tp or "
+                                              "perf_only, not '" + o.hook + "'");
   }
   std::fflush(stdout);
   std::vector<pid_t> children;

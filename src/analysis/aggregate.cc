@@ -390,7 +390,11 @@ void add_counters(const Session& session, const Worker& merged, profile::Profile
   all[Diag::kBpfOwnerUnknown] += merged.owner_unknown;
   all[Diag::kBpfOwnerCgroupUnknown] += merged.owner_cgroup_unknown;
   all[Diag::kBpfAttachUnknown] += merged.attach_unknown;
-  if (const auto& attach = session.reader().features().attach) all[Diag::kBpfLinksLost] += attach->links_lost;
+  if (const auto& attach = session.reader().features().attach) {
+    all[Diag::kBpfLinksLost] += attach->links_lost;
+    all[Diag::kBpfAttachFdLost] += attach->perf_fds_lost;
+    all[Diag::kBpfAttachFdUnreadable] += attach->fd_dirs_unreadable;
+  }
   for (size_t i = 1; i < kUnknownReasons; i++) {
     all[symbols::unknown_frames_diag(static_cast<symbols::Unknown>(i))] += merged.unknown_frames[i];
   }

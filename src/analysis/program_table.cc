@@ -106,16 +106,46 @@ std::string program_attach(const perfdata::Features& features, const AttachIndex
   return fmt::format("{}", fmt::join(it->second, ", "));
 }
 
+namespace {
+
+// The path that named entry `e` (ProgramRow::AttachDetail::via).
+std::string attach_via(const perfdata::AttachEntry& e) {
+  using perfdata::AttachEntry;
+  if (e.pid != 0 && e.link_id == 0) return "task_fd_query";
+  if (e.source == AttachEntry::kCaptured) return "capture";
+  if (e.source == AttachEntry::kById) return "link_by_id";
+  return e.link_id != 0 ? "link" : "listing";
+}
+
+std::unordered_map<uint32_t, std::vector<ProgramRow::AttachDetail>> attach_details(
+    const perfdata::Features& features) {
+  std::unordered_map<uint32_t, std::vector<ProgramRow::AttachDetail>> out;
+  if (!features.attach) return out;
+  for (const perfdata::AttachEntry& e : features.attach->entries) {
+    out[e.prog_id].push_back(
+        {e.point, attach_via(e), e.pid ? fmt::format("{}[{}]", e.comm, e.pid) : std::string()});
+  }
+  for (auto& [id, v] : out) {
+    std::sort(v.begin(), v.end());
+    v.erase(std::unique(v.begin(), v.end()), v.end());
+  }
+  return out;
+}
+
+}  // namespace
+
 std::vector<ProgramRow> program_table(const symbols::Symbolizer& sym,
                                       const perfdata::Features& features,
                                       const profile::Profile& p) {
   std::vector<ProgramRow> rows;
   const AttachIndex attach = attach_index(features);
+  const auto details = attach_details(features);
   for (const symbols::BpfProgram& prog : sym.bpf_programs()) {
     ProgramRow row;
     set_owner(sym, features, prog, row);
     if (auto it = attach.find(prog.id); it != attach.end()) row.attach_points = it->second;
     row.attach = program_attach(features, attach, prog.id);
+    if (auto it = details.find(prog.id); it != details.end()) row.attach_details = it->second;
     if (prog.info != nullptr) {
       row.jited_len = prog.info->info.jited_prog_len;
       row.xlated_len = prog.info->info.xlated_prog_len;

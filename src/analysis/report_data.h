@@ -82,6 +82,17 @@ struct ProgramRow {
   // program) or `[unknown]` (a file without the section).
   std::vector<std::string> attach_points;
   std::string attach = "[unknown]";
+  // Each point with the path that named it (`link`: a BPF link listed at
+  // start or end; `link_by_id`: a link made during the recording, queried
+  // by id; `capture`: the in-kernel capture at the attach; `task_fd_query`:
+  // BPF_TASK_FD_QUERY on a perf-event fd of the process `by`; `listing`: the
+  // cgroup, XDP, tcx and tc queries) and, where known, the process that
+  // holds the attachment (`comm[pid]`, else ""). Sorted, each once.
+  struct AttachDetail {
+    std::string point, via, by;
+    auto operator<=>(const AttachDetail&) const = default;
+  };
+  std::vector<AttachDetail> attach_details;
   // From the stored BPF_PROG_INFO: JIT image and translated sizes (bytes)
   // and the instructions the verifier processed; none without stored info.
   std::optional<uint32_t> jited_len, xlated_len, verified_insns;

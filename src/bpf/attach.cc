@@ -288,6 +288,42 @@ std::string tracing_attach_prefix(uint32_t attach_type) {
   }
 }
 
+FdQuery perf_event_fd_query(int pid, int fd) {
+  FdQuery q;
+  std::string buf(kNameMax, '\0');
+  __u32 len = static_cast<__u32>(buf.size());
+  __u32 prog_id = 0, fd_type = 0;
+  __u64 offset = 0, addr = 0;
+  if (int rc = bpf_task_fd_query(pid, fd, 0, buf.data(), &len, &prog_id, &fd_type, &offset, &addr);
+      rc < 0) {
+    q.err = -rc;
+    return q;
+  }
+  buf.resize(::strnlen(buf.c_str(), std::min<size_t>(len, buf.size())));
+  LinkInfo& l = q.link;
+  l.prog_id = prog_id;
+  l.name = buf;
+  l.type = kLinkPerfEvent;
+  switch (fd_type) {  // uapi enum bpf_task_fd_type
+    case 0:  // BPF_FD_TYPE_RAW_TRACEPOINT
+      l.type = kLinkRawTracepoint;
+      break;
+    case 1: l.perf_event_type = kPerfTracepoint; break;
+    case 2: l.perf_event_type = kPerfKprobe; break;
+    case 3: l.perf_event_type = kPerfKretprobe; break;
+    case 4: l.perf_event_type = kPerfUprobe; break;
+    case 5: l.perf_event_type = kPerfUretprobe; break;
+    default: l.perf_event_type = kPerfEvent; break;
+  }
+  const bool probe = l.perf_event_type >= kPerfUprobe && l.perf_event_type <= kPerfKretprobe;
+  if (probe && l.name.empty() && addr) {
+    l.name = fmt::format("{:#x}", addr);  // a kprobe placed by address
+  } else if (probe) {
+    l.offset = offset;
+  }
+  return q;
+}
+
 std::optional<std::string> self_named_point(const LinkInfo& l) {
   auto with_offset = [&](const char* kind) {
     return l.offset ? fmt::format("{}/{}+{:#x}", kind, l.name, l.offset)

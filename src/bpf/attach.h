@@ -69,6 +69,18 @@ Result<std::vector<LinkInfo>> list_links();
 // One link by id (the fallback for a link the in-kernel capture missed).
 Result<LinkInfo> link_by_id(uint32_t id);
 
+// What BPF_TASK_FD_QUERY says of fd `fd` of process `pid` (a perf event
+// with a program set by PERF_EVENT_IOC_SET_BPF or a link over it): the
+// program and its point as a perf_event link's LinkInfo (id 0) that
+// self_named_point() and link_point() name. `err` is the errno otherwise:
+// ENOENT (no program on it, or no such process), EBADF (the fd was
+// closed), EOPNOTSUPP (a perf_event program: the kernel does not tell).
+struct FdQuery {
+  int err = 0;
+  LinkInfo link;
+};
+FdQuery perf_event_fd_query(int pid, int fd);
+
 // Programs attached at a cgroup (an fd of its directory) for `attach_type`,
 // with or without a link, not inherited ones. Empty where none (or the kernel
 // does not know the type).

@@ -5,10 +5,13 @@
 #include <fcntl.h>
 #include <net/if.h>
 #include <sched.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <set>
@@ -206,7 +209,66 @@ void find_categories(const std::vector<bpf::LinkInfo>& links, AttachContext& ctx
   });
 }
 
+std::string comm_of(const std::string& dir) {
+  char buf[64] = {};
+  UniqueFd fd(::open((dir + "/comm").c_str(), O_RDONLY | O_CLOEXEC));
+  const ssize_t n = fd.valid() ? ::read(fd.get(), buf, sizeof buf - 1) : -1;
+  std::string c = n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string();
+  while (!c.empty() && c.back() == '\n') c.pop_back();
+  return c;
+}
+
 }  // namespace
+
+PerfFdScan scan_perf_event_fds(uint32_t source, uint64_t time_ns, const std::string& proc) {
+  PerfFdScan scan;
+  struct Found {
+    bpf::LinkInfo link;
+    uint32_t pid;
+    std::string comm;
+  };
+  std::vector<Found> found;
+  auto procs = open_dir(proc);
+  while (dirent* p = procs ? ::readdir(procs.get()) : nullptr) {
+    if (p->d_name[0] < '1' || p->d_name[0] > '9') continue;
+    const std::string dir = proc + "/" + p->d_name;
+    const int pid = std::atoi(p->d_name);
+    auto fds = open_dir(dir + "/fd");
+    if (!fds) {
+      if (errno != ENOENT && errno != ESRCH) scan.unreadable++;  // else exited meanwhile
+      continue;
+    }
+    std::string comm;
+    while (dirent* f = ::readdir(fds.get())) {
+      if (f->d_name[0] < '0' || f->d_name[0] > '9') continue;
+      char target[64];
+      const ssize_t n = ::readlinkat(::dirfd(fds.get()), f->d_name, target, sizeof target);
+      if (n <= 0 || std::string_view(target, static_cast<size_t>(n)) != "anon_inode:[perf_event]") {
+        continue;
+      }
+      const bpf::FdQuery q = bpf::perf_event_fd_query(pid, std::atoi(f->d_name));
+      // ENOENT says both "no program on it" and "no such process".
+      const bool exited = q.err == ENOENT && ::kill(pid, 0) != 0 && errno == ESRCH;
+      if ((q.err == ENOENT && !exited) || q.err == EOPNOTSUPP) continue;  // no program; perf_event
+      if (q.err != 0) {
+        scan.lost++;  // exited, EBADF: gone between the listing and the query
+        continue;
+      }
+      if (comm.empty()) comm = comm_of(dir);
+      found.push_back(Found{q.link, static_cast<uint32_t>(pid), comm});
+    }
+  }
+  AttachContext ctx;
+  std::vector<bpf::LinkInfo> links;
+  for (const Found& f : found) links.push_back(f.link);
+  find_categories(links, ctx);
+  std::set<std::pair<uint32_t, std::string>> seen;
+  for (Found& f : found) {
+    AttachEntry e{f.link.prog_id, 0, source, time_ns, link_point(f.link, ctx), f.pid, std::move(f.comm)};
+    if (seen.emplace(e.prog_id, e.point).second) scan.entries.push_back(std::move(e));
+  }
+  return scan;
+}
 
 std::string in_netns(const std::string& name, const std::string& netns) {
   return netns.empty() ? name : name + "@" + netns;
@@ -293,6 +355,22 @@ AttachScan scan_attach_points(const std::optional<Cgroup2Mount>& cgroup2, uint32
     scan.entries.push_back(std::move(e));
   }
   scan.links = links->size();
+  // A perf event behind a link is both listed as the link and queried as an
+  // fd: the link's entry, named by who holds the event.
+  PerfFdScan fds = scan_perf_event_fds(source, time_ns);
+  scan.perf_fds_lost = fds.lost;
+  scan.fd_dirs_unreadable = fds.unreadable;
+  for (AttachEntry& e : fds.entries) {
+    auto linked = std::find_if(scan.entries.begin(), scan.entries.end(), [&](const AttachEntry& l) {
+      return l.prog_id == e.prog_id && l.point == e.point && l.pid == 0;
+    });
+    if (linked != scan.entries.end()) {
+      linked->pid = e.pid;
+      linked->comm = e.comm;
+    } else {
+      queried.push_back(std::move(e));
+    }
+  }
   for (AttachEntry& e : queried) {
     if (!seen.emplace(e.prog_id, e.point).second) continue;  // listed as a link
     e.source = source;

@@ -53,9 +53,27 @@ struct AttachScan {
   std::map<uint64_t, std::string> cgroup_paths;  // every cgroup seen: id -> path
   size_t links = 0;             // links listed
   std::optional<Error> failed;  // why links could not be listed (the rest still ran)
+  uint64_t perf_fds_lost = 0;       // as PerfFdScan counts them
+  uint64_t fd_dirs_unreadable = 0;
 };
 AttachScan scan_attach_points(const std::optional<Cgroup2Mount>& cgroup2, uint32_t source,
                               uint64_t time_ns);
+
+// The programs attached through a perf event (PERF_EVENT_IOC_SET_BPF, or
+// a link over it), what `bpftool perf` lists: every `anon_inode:[perf_event]`
+// fd of every process under `proc`, asked with BPF_TASK_FD_QUERY, named as
+// link_point() names a perf_event link (`tracepoint/raw_syscalls/sys_enter`,
+// `kprobe/do_sys_openat2`, `uprobe//usr/lib/.../libc.so.6+0x9a0b0`), with
+// the holding process in pid/comm; one entry per program and point (the
+// first holder). An fd gone before its query (the process exited, closed
+// it or detached) is counted in `lost`, a /proc/<pid>/fd that cannot be
+// read (another user's process without the capability) in `unreadable`.
+struct PerfFdScan {
+  std::vector<perfdata::AttachEntry> entries;
+  uint64_t lost = 0;
+  uint64_t unreadable = 0;
+};
+PerfFdScan scan_perf_event_fds(uint32_t source, uint64_t time_ns, const std::string& proc = "/proc");
 
 // Only the classic tc (cls_bpf) filters of every interface of every network
 // namespace a process is in, named as scan_attach_points() names them.

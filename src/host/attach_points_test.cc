@@ -5,7 +5,14 @@
 // (tests/kernel/attach_test.cc).
 #include "host/attach_points.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fstream>
+
 #include <gtest/gtest.h>
+
+#include "testing/subprocess.h"
 
 namespace bpfprof::host {
 namespace {
@@ -16,6 +23,29 @@ bpf::LinkInfo link(uint32_t type, uint32_t prog = 5) {
   l.type = type;
   l.prog_id = prog;
   return l;
+}
+
+// A /proc as the scan walks it, with what goes wrong between listing and
+// query: a process gone (its pid exists in the listing, not in the kernel:
+// BPF_TASK_FD_QUERY fails), and an fd directory that cannot be read.
+TEST(AttachPointsTest, PerfEventFdsGoneOrUnreadableAreCountedNotFatal) {
+  testing::TempDir proc;
+  // pid_max is at most 4194304: this pid is no process.
+  const std::string gone = proc.file("4194305");
+  ASSERT_EQ(::mkdir(gone.c_str(), 0755), 0);
+  ASSERT_EQ(::mkdir((gone + "/fd").c_str(), 0755), 0);
+  ASSERT_EQ(::symlink("anon_inode:[perf_event]", (gone + "/fd/3").c_str()), 0);
+  ASSERT_EQ(::symlink("anon_inode:bpf-prog", (gone + "/fd/4").c_str()), 0);  // not asked
+  std::ofstream(gone + "/comm") << "gone\n";
+  // A /proc/<pid>/fd that is no directory: opendir fails as on EACCES.
+  const std::string locked = proc.file("4194306");
+  ASSERT_EQ(::mkdir(locked.c_str(), 0755), 0);
+  std::ofstream(locked + "/fd") << "";
+  ASSERT_EQ(::mkdir(proc.file("self").c_str(), 0755), 0);  // not a pid: skipped
+  const PerfFdScan scan = scan_perf_event_fds(perfdata::AttachEntry::kAtStart, 0, proc.path());
+  EXPECT_TRUE(scan.entries.empty());
+  EXPECT_EQ(scan.lost, 1u);
+  EXPECT_EQ(scan.unreadable, 1u);
 }
 
 TEST(AttachPointsTest, LinksThatNameThemselves) {

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "perfdata/attach_feature.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace bpfprof::perfdata {
@@ -9,6 +10,8 @@ namespace {
 constexpr uint32_t kVersion = 1;
 constexpr uint32_t kEntryHeader = 24;
 constexpr uint32_t kMaxPoint = 64 * 1024;
+constexpr size_t kCommSize = 16;
+constexpr uint32_t kHolderSize = 8 + kCommSize;
 
 }  // namespace
 
@@ -29,6 +32,23 @@ std::vector<std::byte> encode_attach(const AttachSection& s) {
     std::memcpy(out.data() + at, point.data(), point.size());
   }
   append_pod(out, s.links_lost);
+  append_pod(out, s.perf_fds_lost);
+  append_pod(out, s.fd_dirs_unreadable);
+  uint32_t holders = 0;
+  for (const AttachEntry& e : s.entries) holders += e.pid != 0;
+  append_pod(out, holders);
+  append_pod(out, uint32_t{0});
+  for (uint32_t i = 0; i < s.entries.size(); i++) {
+    const AttachEntry& e = s.entries[i];
+    if (e.pid == 0) continue;
+    append_pod(out, i);
+    append_pod(out, e.pid);
+    char comm[kCommSize] = {};
+    std::memcpy(comm, e.comm.data(), std::min(e.comm.size(), kCommSize - 1));
+    const size_t at = out.size();
+    out.resize(at + kCommSize);
+    std::memcpy(out.data() + at, comm, kCommSize);
+  }
   return out;
 }
 
@@ -62,6 +82,29 @@ Result<AttachSection> decode_attach(Bytes section, uint64_t base_offset) {
   }
   if (c.remaining() > 0) {
     BPFPROF_ASSIGN_OR_RETURN(s.links_lost, c.u64("ATTACH links_lost"));
+  }
+  if (c.remaining() == 0) return s;  // written before the perf-event fds were queried
+  BPFPROF_ASSIGN_OR_RETURN(s.perf_fds_lost, c.u64("ATTACH perf_fds_lost"));
+  BPFPROF_ASSIGN_OR_RETURN(s.fd_dirs_unreadable, c.u64("ATTACH fd_dirs_unreadable"));
+  BPFPROF_ASSIGN_OR_RETURN(uint32_t holders, c.u32("ATTACH holders"));
+  BPFPROF_ASSIGN_OR_RETURN(uint32_t reserved, c.u32("ATTACH holders reserved"));
+  (void)reserved;
+  if (holders > c.remaining() / kHolderSize) {
+    return make_error_at(Errc::kTruncated, c.absolute_pos(),
+                         "ATTACH: " + std::to_string(holders) + " holders, " +
+                             std::to_string(c.remaining()) + " bytes left");
+  }
+  for (uint32_t h = 0; h < holders; h++) {
+    BPFPROF_ASSIGN_OR_RETURN(uint32_t index, c.u32("ATTACH holder index"));
+    BPFPROF_ASSIGN_OR_RETURN(uint32_t pid, c.u32("ATTACH holder pid"));
+    BPFPROF_ASSIGN_OR_RETURN(std::string_view comm, c.fixed_string(kCommSize, "ATTACH holder comm"));
+    if (index >= s.entries.size()) {
+      return make_error_at(Errc::kBadRecord, c.absolute_pos() - kHolderSize,
+                           "ATTACH holder of entry " + std::to_string(index) + " of " +
+                               std::to_string(s.entries.size()));
+    }
+    s.entries[index].pid = pid;
+    s.entries[index].comm = comm;
   }
   return s;
 }

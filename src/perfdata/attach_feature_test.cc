@@ -21,9 +21,20 @@ AttachSection sample_attach() {
   return s;
 }
 
+// sample_attach() with one point named through a perf-event fd.
+AttachSection with_holder() {
+  AttachSection s = sample_attach();
+  s.entries[0].pid = 4242;
+  s.entries[0].comm = "bpftrace";
+  s.perf_fds_lost = 2;
+  s.fd_dirs_unreadable = 1;
+  return s;
+}
+constexpr size_t kTail = 8 + 8 + 4 + 4;  // the counters and holder count after links_lost
+
 TEST(AttachFeatureTest, RoundTripThroughTheFeatureTable) {
   Features f;
-  f.attach = sample_attach();
+  f.attach = with_holder();
   auto sections = encode_features(f, {});
   ASSERT_EQ(sections.count(kFeatBpfprofAttach), 1u);
   EXPECT_EQ(sections[kFeatBpfprofAttach].size() % 8, 0u);
@@ -31,13 +42,40 @@ TEST(AttachFeatureTest, RoundTripThroughTheFeatureTable) {
   std::vector<std::string> names;
   ASSERT_TRUE(decode_feature(kFeatBpfprofAttach, sections[kFeatBpfprofAttach], 0, back, names).ok());
   ASSERT_TRUE(back.attach.has_value());
-  EXPECT_EQ(back.attach->entries, sample_attach().entries);
+  EXPECT_EQ(back.attach->entries, with_holder().entries);
+  EXPECT_EQ(back.attach->entries[0].comm, "bpftrace");
   EXPECT_EQ(back.attach->links_lost, 3u);
+  EXPECT_EQ(back.attach->perf_fds_lost, 2u);
+  EXPECT_EQ(back.attach->fd_dirs_unreadable, 1u);
+}
+
+TEST(AttachFeatureTest, OlderSectionsWithoutHoldersAreRead) {
+  std::vector<std::byte> bytes = encode_attach(with_holder());
+  bytes.resize(bytes.size() - kTail - 24);  // what versions before the holders wrote
+  auto old = decode_attach(bytes, 0);
+  ASSERT_TRUE(old.ok()) << old.error().to_string();
+  EXPECT_EQ(old->entries, sample_attach().entries);
+  EXPECT_EQ(old->links_lost, 3u);
+  EXPECT_EQ(old->perf_fds_lost, 0u);
+}
+
+TEST(AttachFeatureTest, AHolderOfNoEntryIsRefused) {
+  std::vector<std::byte> bytes = encode_attach(with_holder());
+  const uint32_t index = 4;  // of 4 entries
+  std::memcpy(bytes.data() + bytes.size() - 24, &index, 4);
+  auto r = decode_attach(bytes, 0);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code, Errc::kBadRecord);
+  const uint32_t many = 1000;  // holders beyond the bytes left
+  std::memcpy(bytes.data() + bytes.size() - 24 - 8, &many, 4);
+  r = decode_attach(bytes, 0);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code, Errc::kTruncated);
 }
 
 TEST(AttachFeatureTest, OlderSectionsWithoutLinksLostAreRead) {
   std::vector<std::byte> bytes = encode_attach(sample_attach());
-  bytes.resize(bytes.size() - 8);  // what versions before the counter wrote
+  bytes.resize(bytes.size() - kTail - 8);  // what versions before the counter wrote
   auto old = decode_attach(bytes, 0);
   ASSERT_TRUE(old.ok()) << old.error().to_string();
   EXPECT_EQ(old->entries, sample_attach().entries);
@@ -66,7 +104,7 @@ TEST(AttachFeatureTest, HostileSectionsAreRefusedWithTheOffset) {
   EXPECT_EQ(r.error().code, Errc::kTruncated);
   EXPECT_EQ(r.error().offset, std::optional<uint64_t>(108));
   // Cut inside the last entry's point.
-  auto cut = decode_attach(Bytes(bytes).first(bytes.size() - 8 - 3), 0);
+  auto cut = decode_attach(Bytes(bytes).first(bytes.size() - kTail - 8 - 3), 0);
   ASSERT_FALSE(cut.ok());
   EXPECT_EQ(cut.error().code, Errc::kTruncated);
   // Another version.

@@ -183,7 +183,7 @@ TEST(InStreamOwnersAttachTest, AMalformedPieceIsNamedAndSkipped) {
   ByteVec narrow = encode_owners(loaders({{20, 7}}));
   put<uint32_t>(narrow, 4, 8);  // entry_size below the smallest
   ByteVec cut = attach_piece({kById}, 5);
-  cut.erase(cut.end() - 4, cut.end());  // links_lost half there
+  cut.erase(cut.end() - 24 - 4, cut.end());  // links_lost half there, nothing after it
   const std::vector<Piece> pieces = {{kFeatBpfprofAttach, attach_piece({kStart}, 1)},
                                      {kFeatBpfprofAttach, many},
                                      {kFeatBpfprofOwners, encode_owners(holders_at_start())},

@@ -353,6 +353,9 @@ Status FileReader::take_in_stream_features() {
       if (!attach) attach.emplace();
       for (AttachEntry& e : features_.attach->entries) attach->entries.push_back(std::move(e));
       attach->links_lost = std::max(attach->links_lost, features_.attach->links_lost);
+      attach->perf_fds_lost = std::max(attach->perf_fds_lost, features_.attach->perf_fds_lost);
+      attach->fd_dirs_unreadable =
+          std::max(attach->fd_dirs_unreadable, features_.attach->fd_dirs_unreadable);
       features_.attach.reset();
     } else if (b.feat == kFeatBpfprofOwners && features_.owners) {
       // The holders at start, then the loaders' cgroups as they are learned.

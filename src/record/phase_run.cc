@@ -29,7 +29,8 @@ Status Recorder::end_pass(bool copied) {
   const uint64_t now = monotonic_ns();
   sections_->saw_loaded(infos, now);
   BPFPROF_ASSIGN_OR_RETURN(const bool tc_found, sections_->relist_tc(now));
-  learned = learned || tc_found;
+  BPFPROF_ASSIGN_OR_RETURN(const bool perf_found, sections_->relist_perf_fds(now));
+  learned = learned || tc_found || perf_found;
   if (copied || !infos.empty() || !btfs.empty() || learned) return writer.finish_round();
   return ok_status();
 }

@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "record/program_sections.h"
 
+#include <algorithm>
 #include <set>
 #include <string>
 #include <tuple>
 
+#include "bpf/attach.h"
 #include "host/attach_points.h"
 
 namespace bpfprof::record {
@@ -22,6 +24,8 @@ Result<ProgramSections> ProgramSections::start(perfdata::FileWriter& writer,
   host::AttachScan& scan = places.attach;
   if (scan.failed && sink.notice) sink.notice("BPF links not listed: " + scan.failed->to_string());
   s.attach_.entries = std::move(scan.entries);
+  s.attach_.perf_fds_lost = scan.perf_fds_lost;
+  s.attach_.fd_dirs_unreadable = scan.fd_dirs_unreadable;
   BPFPROF_TRY(
       writer.append_in_stream(perfdata::kFeatBpfprofAttach, perfdata::encode_attach(s.attach_)));
   if (in_kernel) in_kernel->set_attach_context(s.cgroup2_, std::move(scan.cgroup_paths));
@@ -39,7 +43,8 @@ Status ProgramSections::add_loaders(std::vector<std::pair<uint32_t, uint64_t>> l
 
 Status ProgramSections::add_attach(std::vector<perfdata::AttachEntry> learned) {
   if (learned.empty() || writer_->write_failed()) return ok_status();
-  perfdata::AttachSection more{learned, in_kernel_ ? in_kernel_->links_lost() : 0};
+  perfdata::AttachSection more{learned, in_kernel_ ? in_kernel_->links_lost() : 0,
+                               attach_.perf_fds_lost, attach_.fd_dirs_unreadable};
   Status s = writer_->append_in_stream(perfdata::kFeatBpfprofAttach, perfdata::encode_attach(more));
   for (perfdata::AttachEntry& e : learned) attach_.entries.push_back(std::move(e));
   return s;
@@ -47,20 +52,63 @@ Status ProgramSections::add_attach(std::vector<perfdata::AttachEntry> learned) {
 
 void ProgramSections::saw_loaded(const std::vector<bpf::ProgInfo>& infos, uint64_t now_ns) {
   constexpr uint32_t kSchedCls = 3, kSchedAct = 4;  // BPF_PROG_TYPE_SCHED_CLS, _SCHED_ACT
+  constexpr uint32_t kKprobe = 2, kTracepoint = 5;  // BPF_PROG_TYPE_KPROBE, _TRACEPOINT
   for (const bpf::ProgInfo& p : infos) {
     if (p.info.type == kSchedCls || p.info.type == kSchedAct) tc_watch_.emplace(p.id(), now_ns);
+    if (p.info.type == kKprobe || p.info.type == kTracepoint) perf_watch_.emplace(p.id(), now_ns);
   }
+}
+
+namespace {
+
+// Forgets the watched programs that have a point or were watched long
+// enough; true when some remain.
+bool still_unnamed(std::map<uint32_t, uint64_t>& watch,
+                   const std::set<std::pair<uint32_t, std::string>>& known, uint64_t now_ns) {
+  std::erase_if(watch, [&](const auto& w) {
+    auto named = known.lower_bound({w.first, std::string()});
+    return (named != known.end() && named->first == w.first) ||
+           now_ns - w.second > ProgramSections::kTcWatchNs;
+  });
+  return !watch.empty();
+}
+
+}  // namespace
+
+Result<bool> ProgramSections::relist_perf_fds(uint64_t now_ns) {
+  if (perf_watch_.empty() || now_ns - perf_listed_ns_ < kTcRelistNs) return false;
+  std::set<std::pair<uint32_t, std::string>> known;
+  for (const perfdata::AttachEntry& e : attach_.entries) known.emplace(e.prog_id, e.point);
+  if (!still_unnamed(perf_watch_, known, now_ns)) return false;
+  perf_listed_ns_ = now_ns;
+  host::PerfFdScan scan = host::scan_perf_event_fds(perfdata::AttachEntry::kListed, now_ns);
+  attach_.perf_fds_lost += scan.lost;
+  attach_.fd_dirs_unreadable = std::max(attach_.fd_dirs_unreadable, scan.unreadable);
+  std::vector<perfdata::AttachEntry> added;
+  for (perfdata::AttachEntry& e : scan.entries) {
+    if (known.emplace(e.prog_id, e.point).second) added.push_back(std::move(e));
+  }
+  if (!added.empty()) {
+    // A perf event behind a link is the link's to name (the capture, the
+    // end listing): only programs set on the event itself are kept.
+    std::set<uint32_t> linked;
+    if (auto links = bpf::list_links(); links.ok()) {
+      for (const bpf::LinkInfo& l : *links) {
+        if (l.type == bpf::kLinkPerfEvent) linked.insert(l.prog_id);
+      }
+    }
+    std::erase_if(added, [&](const perfdata::AttachEntry& e) { return linked.count(e.prog_id) > 0; });
+  }
+  const bool found = !added.empty();
+  BPFPROF_TRY(add_attach(std::move(added)));
+  return found;
 }
 
 Result<bool> ProgramSections::relist_tc(uint64_t now_ns) {
   if (tc_watch_.empty() || now_ns - tc_listed_ns_ < kTcRelistNs) return false;
   std::set<std::pair<uint32_t, std::string>> known;
   for (const perfdata::AttachEntry& e : attach_.entries) known.emplace(e.prog_id, e.point);
-  std::erase_if(tc_watch_, [&](const auto& w) {
-    auto named = known.lower_bound({w.first, std::string()});
-    return (named != known.end() && named->first == w.first) || now_ns - w.second > kTcWatchNs;
-  });
-  if (tc_watch_.empty()) return false;
+  if (!still_unnamed(tc_watch_, known, now_ns)) return false;
   tc_listed_ns_ = now_ns;
   std::vector<perfdata::AttachEntry> added;
   for (perfdata::AttachEntry& e : host::scan_tc_filters(perfdata::AttachEntry::kListed, now_ns)) {
@@ -87,6 +135,8 @@ Status ProgramSections::list_at_end() {
     keep(add_loaders(std::move(loaders)));
   }
   host::AttachScan end = host::scan_attach_points(cgroup2_, perfdata::AttachEntry::kAtEnd, monotonic_ns());
+  attach_.perf_fds_lost += end.perf_fds_lost;
+  attach_.fd_dirs_unreadable = std::max(attach_.fd_dirs_unreadable, end.fd_dirs_unreadable);
   std::set<std::tuple<uint32_t, uint32_t, std::string>> known;
   for (const perfdata::AttachEntry& e : attach_.entries) {
     known.emplace(e.prog_id, e.link_id, e.point);

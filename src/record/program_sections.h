@@ -53,6 +53,17 @@ class ProgramSections {
   void saw_loaded(const std::vector<bpf::ProgInfo>& infos, uint64_t now_ns);
   Result<bool> relist_tc(uint64_t now_ns);
 
+  // Programs attached through a perf event by PERF_EVENT_IOC_SET_BPF (the
+  // classic way of bcc and older bpftrace) make no link the capture sees:
+  // programs of the kprobe and tracepoint types loaded during the recording
+  // are watched the same way, and while one has no point the perf-event fds
+  // of every process are queried again (host::scan_perf_event_fds, at most
+  // every kTcRelistNs, for at most kTcWatchNs after the load). Entries found
+  // have source kListed and their holder; a program with a perf_event link
+  // is left to the link (captured, or listed at end). relist_perf_fds says
+  // whether it found any.
+  Result<bool> relist_perf_fds(uint64_t now_ns);
+
   // After the recording, before its workload is reaped: what the capture
   // still held, and the points attached during the recording and still
   // there (those listed at start are not repeated).
@@ -79,6 +90,8 @@ class ProgramSections {
   perfdata::AttachSection attach_;
   std::map<uint32_t, uint64_t> tc_watch_;  // tc-type program id -> when seen loaded
   uint64_t tc_listed_ns_ = 0;
+  std::map<uint32_t, uint64_t> perf_watch_;  // kprobe/tracepoint program id -> when seen loaded
+  uint64_t perf_listed_ns_ = 0;
 };
 
 }  // namespace bpfprof::record

@@ -53,6 +53,7 @@ void merge(ProgramGroup& g, const analysis::ProgramRow& p) {
   add_owners(r.owner, p.owner);
   add_owners(r.owner_cgroup, p.owner_cgroup);
   r.attach_points.insert(r.attach_points.end(), p.attach_points.begin(), p.attach_points.end());
+  r.attach_details.insert(r.attach_details.end(), p.attach_details.begin(), p.attach_details.end());
   r.owner_pids.insert(r.owner_pids.end(), p.owner_pids.begin(), p.owner_pids.end());
   r.owner_tids.insert(r.owner_tids.end(), p.owner_tids.begin(), p.owner_tids.end());
   keep_largest(r.jited_len, p.jited_len);
@@ -112,6 +113,9 @@ std::vector<ProgramGroup> program_groups(const analysis::ReportData& data, bool 
     }
     // Every instance's points, each once; none known of any: the first's word.
     g.row.attach = join_attach_points(g.row.attach_points, g.row.attach);
+    std::sort(g.row.attach_details.begin(), g.row.attach_details.end());
+    g.row.attach_details.erase(std::unique(g.row.attach_details.begin(), g.row.attach_details.end()),
+                               g.row.attach_details.end());
   }
   std::stable_sort(out.begin(), out.end(), [total](const ProgramGroup& a, const ProgramGroup& b) {
     return a.row.cost(total) > b.row.cost(total);

@@ -27,6 +27,14 @@ Json tree_json(const profile::CallNode& node, uint64_t entry_samples) {
   return children;
 }
 
+Json attach_details_json(const std::vector<analysis::ProgramRow::AttachDetail>& details) {
+  Json out = Json::array();
+  for (const auto& a : details) {
+    out.push_back(Json{{"point", a.point}, {"via", a.via}, {"by", a.by.empty() ? Json(nullptr) : Json(a.by)}});
+  }
+  return out;
+}
+
 Json programs_json(const analysis::ReportData& d, bool instances, bool cost_total) {
   const uint64_t total = d.profile.total().samples;
   Json out = Json::array();
@@ -61,6 +69,7 @@ Json programs_json(const analysis::ReportData& d, bool instances, bool cost_tota
                     {"owner_cgroup", p.owner_cgroup},
                     {"attach", p.attach},
                     {"attach_points", p.attach_points},
+                    {"attach_details", attach_details_json(p.attach_details)},
                     {"jited_len", p.jited_len ? Json(*p.jited_len) : Json(nullptr)},
                     {"xlated_len", p.xlated_len ? Json(*p.xlated_len) : Json(nullptr)},
                     {"verified_insns", p.verified_insns ? Json(*p.verified_insns) : Json(nullptr)}});
