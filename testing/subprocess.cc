@@ -4,11 +4,14 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <pty.h>
+#include <sched.h>
 #include <signal.h>
+#include <sys/mount.h>
 #include <sys/wait.h>
 #include <termios.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -172,6 +175,17 @@ std::string bpf_refusal(const std::string& bin_dir) {
   RunResult probe = run({bin_dir + "/bpfprof-workload", "--probe"});
   if (probe.exit_code == 0) return "";
   return "BPF refused by this kernel: " + probe.out + probe.err;
+}
+
+std::string mount_tracefs() {
+  if (::unshare(CLONE_NEWNS) != 0) return std::string("unshare: ") + std::strerror(errno);
+  if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) {
+    return std::string("making / private: ") + std::strerror(errno);
+  }
+  if (::mount("nodev", "/sys/kernel/tracing", "tracefs", 0, nullptr) != 0 && errno != EBUSY) {
+    return std::string("mounting tracefs: ") + std::strerror(errno);
+  }
+  return "";
 }
 
 }  // namespace bpfprof::testing

@@ -70,6 +70,11 @@ bool kernel_tests_required();
 // `<bin_dir>/bpfprof-workload --probe`. Kernel tests skip with this reason.
 std::string bpf_refusal(const std::string& bin_dir);
 
+// Mounts tracefs in a mount namespace of this process's own (it is not
+// mounted at boot here; programs and tools attached through perf events read
+// tracepoint ids from it). "" when done, else why not.
+std::string mount_tracefs();
+
 }  // namespace bpfprof::testing
 
 // Skips with a printed reason, or fails where kernel tests are required.

@@ -8,11 +8,6 @@
 // the program's callees, the hook's machinery its dispatch (split and marked
 // estimated when two programs share the hook), and machinery with no program
 // is charged to nobody. Structure only, no shares: the machine is busy.
-#include <sched.h>
-#include <sys/mount.h>
-
-#include <cerrno>
-#include <cstring>
 
 #include <map>
 #include <string>
@@ -39,20 +34,6 @@ struct Fixture {
   Case runs[kRuns];
   std::string tracefs_refused;  // why the perf-event runs could not be made
 };
-
-// tracefs in a mount namespace of this process's own (it is not mounted at
-// boot here): the workload reads the tracepoint's id, the recorder names its
-// category. "" when done.
-std::string mount_tracefs() {
-  if (::unshare(CLONE_NEWNS) != 0) return std::string("unshare: ") + std::strerror(errno);
-  if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) {
-    return std::string("making / private: ") + std::strerror(errno);
-  }
-  if (::mount("nodev", "/sys/kernel/tracing", "tracefs", 0, nullptr) != 0 && errno != EBUSY) {
-    return std::string("mounting tracefs: ") + std::strerror(errno);
-  }
-  return "";
-}
 
 class CostKernelTest : public WorkloadRecordingTest<CostKernelTest, Fixture> {
  protected:

@@ -6,13 +6,10 @@
 // Two attachers: the workload's `--price tracepoint_ioctl`, and a real
 // bpftrace one-liner, recorded with `bpfprof record -a` while `bpftool perf`
 // is asked what is attached.
-#include <sched.h>
-#include <sys/mount.h>
+
 #include <unistd.h>
 
-#include <cerrno>
 #include <chrono>
-#include <cstring>
 #include <string>
 #include <thread>
 #include <vector>
@@ -27,20 +24,6 @@ namespace bpfprof::testing {
 namespace {
 
 const std::string kBin = BPFPROF_BIN_DIR;
-
-// tracefs in a mount namespace of this process's own (it is not mounted at
-// boot here): the workload and bpftrace read tracepoint ids from it. "" when
-// done, else why not.
-std::string mount_tracefs() {
-  if (::unshare(CLONE_NEWNS) != 0) return std::string("unshare: ") + std::strerror(errno);
-  if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) {
-    return std::string("making / private: ") + std::strerror(errno);
-  }
-  if (::mount("nodev", "/sys/kernel/tracing", "tracefs", 0, nullptr) != 0 && errno != EBUSY) {
-    return std::string("mounting tracefs: ") + std::strerror(errno);
-  }
-  return "";
-}
 
 nlohmann::json report_json(const std::string& data) {
   RunResult rep = run({kBin + "/bpfprof", "report", "-q", "-i", data, "--format", "json",
