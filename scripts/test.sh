@@ -40,10 +40,17 @@ ctest_counts() {
        END { printf "%d passed, %d failed, %d skipped", p, f, s }' "$1"
 }
 
-ctest --test-dir "$build" --output-on-failure --timeout 600 2>&1 | tee "$logs/plain" || status=$?
+# Each phase's wall time goes into the summary (bench/RESULTS.md keeps the
+# cold and warm figures). Kernel tests run serially whatever -j says
+# (RUN_SERIAL, docs/design.md).
+phase_start=$SECONDS
+phase() { summary+=("$1 ($((SECONDS - phase_start)) s)"); phase_start=$SECONDS; }
+phase "install and build"
+ctest --test-dir "$build" -j2 --output-on-failure --timeout 600 2>&1 | tee "$logs/plain" || status=$?
 check_skips "$logs/plain" "plain build"
-summary+=("tests: $(ctest_counts "$logs/plain")")
+phase "tests: $(ctest_counts "$logs/plain")"
 scripts/fuzz.sh "${BPFPROF_FUZZ_SECONDS:-20}" || status=1  # libFuzzer targets, short run
+phase "fuzz build and run"
 
 # The same tests under sanitizers, each tree in its own directory, built at
 # -O1 -g1 without the benchmark helpers (CMakeLists.txt) and run with -j2.
@@ -60,10 +67,11 @@ export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
 asan_exclude='^bpfprof_package_test$'
 asan=${BPFPROF_ASAN_BUILD_DIR:-build-asan}
 BPFPROF_BUILD_DIR=$asan BPFPROF_CMAKE_ARGS=-DBPFPROF_SANITIZE=ON scripts/build.sh
+phase "ASan+UBSan build"
 ctest --test-dir "$asan" -j2 -E "$asan_exclude" --output-on-failure --timeout 900 2>&1 |
   tee "$logs/asan" || status=$?
 check_skips "$logs/asan" "ASan+UBSan"
-summary+=("tests under ASan+UBSan: $(ctest_counts "$logs/asan")")
+phase "tests under ASan+UBSan: $(ctest_counts "$logs/asan")"
 
 # TSan: the tests whose code runs threads, and only their binaries (a TSan
 # tree costs a build of its own): the recorder with its enricher, capture and
@@ -78,6 +86,7 @@ tsan_tests=(src/record/bpfprof_record_test src/record/bpfprof_record_kernel_test
             src/top/bpfprof_top_kernel_test)
 BPFPROF_BUILD_DIR=$tsan BPFPROF_CMAKE_ARGS=-DBPFPROF_TSAN=ON scripts/build.sh \
   bpfprof bpfprof-workload "${tsan_tests[@]##*/}"
+phase "TSan build"
 tsan_failed=0
 for t in "${tsan_tests[@]}"; do
   echo "test: under TSan: $t"
@@ -92,7 +101,7 @@ for t in "${tsan_tests[@]}"; do
   cat "$logs/tsan.one" >>"$logs/tsan"
 done
 check_skips "$logs/tsan" "TSan"
-summary+=("test binaries under TSan: $((${#tsan_tests[@]} - tsan_failed)) passed, $tsan_failed failed")
+phase "test binaries under TSan: $((${#tsan_tests[@]} - tsan_failed)) passed, $tsan_failed failed"
 
-printf '%s\n' "${summary[@]}"
+printf '%s\n' "${summary[@]}" "total: $SECONDS s"
 exit "$status"
