@@ -98,6 +98,8 @@ Status Session::pass1(const SessionOptions& options) {
     header_.events.push_back(name.empty() ? "event" + std::to_string(i) : name);
   }
   counters_[Diag::kFeatureSectionsUnreadable] = reader_.feature_errors().size();
+  // The recorder counted the links it could not place; section 254 says how many.
+  if (f.attach) counters_[Diag::kBpfLinksLost] = f.attach->links_lost;
   for (const Error& e : reader_.feature_errors()) header_.unreadable_sections.push_back(e.to_string());
 
   std::optional<perfdata::KallsymsTable> user_kallsyms;
@@ -143,6 +145,12 @@ Status Session::pass1(const SessionOptions& options) {
     header_.unreadable_sections.push_back(e->to_string());
   }
   return ok_status();
+}
+
+DiagCounts Session::diagnostics() const {
+  DiagCounts all = counters_;
+  all += symbolizer_->diagnostics();
+  return all;
 }
 
 bool Session::samples_have_cgroups() const {

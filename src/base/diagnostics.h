@@ -7,8 +7,9 @@
 //
 // Adding a counter is one line in BPFPROF_DIAGNOSTICS (and its line in
 // docs/diagnostics.md): X(enumerator, "name", severity, listed, "meaning").
-// Code counts it with `counts[Diag::kEnumerator] += n`; the report lists it by
-// its name.
+// Code counts it with `counts[Diag::kEnumerator] += n` where the problem is
+// found; the counts travel as a DiagCounts to the renderers, which list them
+// by name (kDiagnosticsByName, listed()).
 #pragma once
 
 #include <algorithm>

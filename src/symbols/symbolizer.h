@@ -40,8 +40,22 @@ enum class Unknown : uint8_t {
   kNoFile,          // mapping without a file to read: [vdso], [heap], //anon, memfd
 };
 inline constexpr size_t kUnknownCount = static_cast<size_t>(Unknown::kNoFile) + 1;
-// The diagnostic that counts frames unknown for `u` (not kNone).
-Diag unknown_frames_diag(Unknown u);
+// The diagnostic that counts frames unknown for `u` (not kNone). Inline:
+// pass 2 counts every unknown frame by it.
+constexpr Diag unknown_frames_diag(Unknown u) {
+  switch (u) {
+    case Unknown::kNone:
+    case Unknown::kNoKallsyms: return Diag::kUnknownFramesNoKallsyms;
+    case Unknown::kKernelNoSymbol: return Diag::kUnknownFramesKernelNoSymbol;
+    case Unknown::kBpfNotAlive: return Diag::kUnknownFramesBpfNotAlive;
+    case Unknown::kNoMap: return Diag::kUnknownFramesNoMap;
+    case Unknown::kNoElf: return Diag::kUnknownFramesNoElf;
+    case Unknown::kNoSymbol: return Diag::kUnknownFramesNoSymbol;
+    case Unknown::kNoProcess: return Diag::kUnknownFramesNoProcess;
+    case Unknown::kNoFile: return Diag::kUnknownFramesNoFile;
+  }
+  return Diag::kUnknownFramesNoKallsyms;
+}
 
 // One symbolized address. String views stay valid as long as the Symbolizer.
 struct Frame {
