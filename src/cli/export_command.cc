@@ -155,6 +155,8 @@ int run_export(const ExportFlags& f) {
   if (!bytes.ok()) return fail("export", bytes.error());
   Status written = write_file(f.output, *bytes);
   if (!written.ok()) return fail("export", written.error());
+  const InputDiagnostics read[] = {{f.input, data.profile.diagnostics()}};
+  warn_of_losses("export", read, f.quiet);
   return 0;
 }
 
