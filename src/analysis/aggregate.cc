@@ -138,19 +138,16 @@ struct SampleMemoTail {
 // Direct-mapped by the key's hash (a power of two).
 constexpr size_t kSampleMemos = 4096;
 
-// Per-worker state: its profile, counters kept as plain integers until the
-// end, scratch buffers reused across samples, and caches from symbolizer
-// results (by identity) to the profile's ids and count slots, so that a
-// sample whose frames and thread were seen before costs no string hashing.
+// Per-worker state: its profile, which also holds the diagnostics of its
+// samples (counted where each problem is found; merging the profiles adds
+// them up), scratch buffers reused across samples, and caches from
+// symbolizer results (by identity) to the profile's ids and count slots, so
+// that a sample whose frames and thread were seen before costs no string
+// hashing.
 // Ids are still handed out by the profile in first-seen order: a cache miss
 // asks the profile, so ids are those a run without caches would give.
 struct Worker {
   profile::Profile profile;
-  std::array<uint64_t, kUnknownReasons> unknown_frames{};
-  uint64_t bad_samples = 0;
-  uint64_t bpf_unattributed = 0;
-  uint64_t dispatch_unattributed = 0;  // CostOutcome::kUnattributed
-  uint64_t cost_unproven = 0;          // CostOutcome::kUnproven
   perf::Sample sample;
   std::vector<SymbolizedFrame> frames;
   std::vector<SymbolizedFrame> chain_frames;  // the whole chain, when `frames` is the leaf
@@ -158,17 +155,14 @@ struct Worker {
   CostCache cost_cache;
   std::vector<profile::FrameId> ids;
   std::string line;
-  uint64_t chunks_unreadable = 0;
   std::unordered_map<LeafKey, Counts*, LeafKeyHash> leaf_slots;
   std::unordered_map<FrameRef, profile::FrameId, FrameRefHash> frame_ids;
   std::unordered_map<StackKey, Counts*, StackKeyHash> stack_slots;
   std::vector<SampleMemo> memos = std::vector<SampleMemo>(kSampleMemos);
   std::vector<SampleMemoTail> memo_tails = std::vector<SampleMemoTail>(kSampleMemos);
-  uint64_t cgroup_unknown = 0;
-  uint64_t owner_unknown = 0;  // programs (after the merge)
-  uint64_t owner_cgroup_unknown = 0;  // programs (after the merge)
-  uint64_t attach_unknown = 0;  // programs (after the merge)
   std::unordered_map<uint64_t, std::string> unnamed_cgroups;  // id -> "[cgroup id N]"
+
+  DiagCounts& diag() { return profile.diagnostics(); }
 };
 
 constexpr std::string_view kUnknownCgroup = "[unknown]";
@@ -178,12 +172,12 @@ constexpr std::string_view kUnknownCgroup = "[unknown]";
 // named it (both counted).
 std::string_view cgroup_name(const symbols::Symbolizer& sym, uint64_t id, Worker& w) {
   if (id == 0) {
-    w.cgroup_unknown++;
+    w.diag()[Diag::kCgroupUnknown]++;
     return kUnknownCgroup;
   }
   std::string_view path = sym.cgroup_path(id);
   if (!path.empty()) return path;
-  w.cgroup_unknown++;
+  w.diag()[Diag::kCgroupUnknown]++;
   auto [it, fresh] = w.unnamed_cgroups.try_emplace(id);
   if (fresh) it->second = fmt::format("[cgroup id {}]", id);
   return it->second;
@@ -213,10 +207,10 @@ profile::ChargeId charge_of(const CostModel& cost, const perf::Sample& sample, u
     case CostOutcome::kCharged:
       return w.profile.add_charge(w.charge);
     case CostOutcome::kUnattributed:
-      w.dispatch_unattributed++;
+      w.diag()[Diag::kBpfDispatchUnattributed]++;
       return 0;
     case CostOutcome::kUnproven:
-      w.cost_unproven++;
+      w.diag()[Diag::kBpfCostUnproven]++;
       return 0;
     case CostOutcome::kNone:
       return 0;
@@ -233,10 +227,10 @@ Counts* find_slot(const Session& session, const AggregateOptions& options, const
   const profile::ChargeId charge = charge_of(cost, sample, cpumode, options.stacks, sym, w, holds);
   for (const SymbolizedFrame& sf : w.frames) {
     const symbols::Unknown u = sf.frame.unknown;
-    if (u != symbols::Unknown::kNone) w.unknown_frames[static_cast<size_t>(u) % kUnknownReasons]++;
+    if (u != symbols::Unknown::kNone) w.diag()[symbols::unknown_frames_diag(u)]++;
   }
   if (!w.frames.empty() && w.frames.front().frame.unknown == symbols::Unknown::kBpfNotAlive) {
-    w.bpf_unattributed++;
+    w.diag()[Diag::kBpfSamplesUnattributed]++;
   }
   symbols::Symbolizer::Holds comm_holds;
   std::string_view comm = sym.comm(sample.pid, sample.tid, sample.time, comm_holds);
@@ -298,7 +292,7 @@ void add_sample(const Session& session, const AggregateOptions& options, const C
   if (!perf::Sample::parse_fast(record, layout, sample)) {
     auto full = perf::Sample::parse(record, layout);
     if (!full.ok()) {
-      w.bad_samples++;
+      w.diag()[Diag::kSamplesBad]++;
       return;
     }
     sample = *full;
@@ -319,22 +313,21 @@ void add_sample(const Session& session, const AggregateOptions& options, const C
       m.kernel == kernel && m.key_bytes == words.size() &&
       (words.size() == 8 ? load_unaligned<uint64_t>(words.data()) == m.leaf
                          : std::memcmp(words.data(), w.memo_tails[at].words.data(), words.size()) == 0)) {
+    DiagCounts& diag = w.diag();
     if (m.unknowns) {
       const SampleMemoTail& tail = w.memo_tails[at];
-      for (size_t k = 0; k < kUnknownReasons; k++) w.unknown_frames[k] += tail.unknown[k];
+      for (size_t k = 1; k < kUnknownReasons; k++) {
+        diag[symbols::unknown_frames_diag(static_cast<symbols::Unknown>(k))] += tail.unknown[k];
+      }
     }
-    w.bpf_unattributed += m.bpf_unattributed;
-    w.cgroup_unknown += m.cgroup_unknown;
-    w.dispatch_unattributed += m.dispatch_unattributed;
-    w.cost_unproven += m.cost_unproven;
+    diag[Diag::kBpfSamplesUnattributed] += m.bpf_unattributed;
+    diag[Diag::kCgroupUnknown] += m.cgroup_unknown;
+    diag[Diag::kBpfDispatchUnattributed] += m.dispatch_unattributed;
+    diag[Diag::kBpfCostUnproven] += m.cost_unproven;
     w.profile.add_to(*m.slot, sample.period, sample.time);
     return;
   }
-  const std::array<uint64_t, kUnknownReasons> unknown_before = w.unknown_frames;
-  const uint64_t unattributed_before = w.bpf_unattributed;
-  const uint64_t cgroup_before = w.cgroup_unknown;
-  const uint64_t dispatch_before = w.dispatch_unattributed;
-  const uint64_t unproven_before = w.cost_unproven;
+  const DiagCounts before = w.diag();
   symbols::Symbolizer::Holds holds;
   Counts* slot = find_slot(session, options, cost, sample, cpumode, w, holds);
   w.profile.add_to(*slot, sample.period, sample.time);
@@ -354,15 +347,19 @@ void add_sample(const Session& session, const AggregateOptions& options, const C
   } else {
     tail.words.assign(words.begin(), words.end());
   }
+  // What this sample added to the diagnostics, replayed on a hit.
+  const DiagCounts& after = w.diag();
+  auto added = [&](Diag d) { return after[d] - before[d]; };
   m.unknowns = false;
-  for (size_t k = 0; k < kUnknownReasons; k++) {
-    tail.unknown[k] = static_cast<uint16_t>(w.unknown_frames[k] - unknown_before[k]);
+  for (size_t k = 1; k < kUnknownReasons; k++) {
+    tail.unknown[k] = static_cast<uint16_t>(
+        added(symbols::unknown_frames_diag(static_cast<symbols::Unknown>(k))));
     m.unknowns = m.unknowns || tail.unknown[k] != 0;
   }
-  m.bpf_unattributed = static_cast<uint8_t>(w.bpf_unattributed - unattributed_before);
-  m.cgroup_unknown = static_cast<uint8_t>(w.cgroup_unknown - cgroup_before);
-  m.dispatch_unattributed = static_cast<uint8_t>(w.dispatch_unattributed - dispatch_before);
-  m.cost_unproven = static_cast<uint8_t>(w.cost_unproven - unproven_before);
+  m.bpf_unattributed = static_cast<uint8_t>(added(Diag::kBpfSamplesUnattributed));
+  m.cgroup_unknown = static_cast<uint8_t>(added(Diag::kCgroupUnknown));
+  m.dispatch_unattributed = static_cast<uint8_t>(added(Diag::kBpfDispatchUnattributed));
+  m.cost_unproven = static_cast<uint8_t>(added(Diag::kBpfCostUnproven));
 }
 
 // Chunks [first, last) into `w`. Pass 1 accepted every record in them, so
@@ -373,33 +370,18 @@ void run_chunks(const Session& session, const AggregateOptions& options, const C
       first, last, [&](const perf::RecordView& record, const perf::SampleLayout& layout) {
         add_sample(session, options, cost, record, layout, w);
       });
-  if (!walked.ok()) w.chunks_unreadable++;
+  if (!walked.ok()) w.diag()[Diag::kSampleChunksUnreadable]++;
 }
 
-// Every diagnostic of the table into the report's counters, by name: those
-// listed always even when zero, the others when they happened.
-void add_counters(const Session& session, const Worker& merged, profile::Profile& p) {
-  DiagCounts all = session.counters();
-  all += session.symbolizer().diagnostics();
-  all[Diag::kSamplesBad] += merged.bad_samples;
-  all[Diag::kBpfSamplesUnattributed] += merged.bpf_unattributed;
-  all[Diag::kBpfDispatchUnattributed] += merged.dispatch_unattributed;
-  all[Diag::kBpfCostUnproven] += merged.cost_unproven;
-  all[Diag::kSampleChunksUnreadable] += merged.chunks_unreadable;
-  all[Diag::kCgroupUnknown] += merged.cgroup_unknown;
-  all[Diag::kBpfOwnerUnknown] += merged.owner_unknown;
-  all[Diag::kBpfOwnerCgroupUnknown] += merged.owner_cgroup_unknown;
-  all[Diag::kBpfAttachUnknown] += merged.attach_unknown;
-  if (const auto& attach = session.reader().features().attach) {
-    all[Diag::kBpfLinksLost] += attach->links_lost;
-    all[Diag::kBpfAttachFdLost] += attach->perf_fds_lost;
-    all[Diag::kBpfAttachFdUnreadable] += attach->fd_dirs_unreadable;
-  }
-  for (size_t i = 1; i < kUnknownReasons; i++) {
-    all[symbols::unknown_frames_diag(static_cast<symbols::Unknown>(i))] += merged.unknown_frames[i];
-  }
-  for (const DiagInfo& d : kDiagnostics) {
-    if (d.listed == DiagInfo::Listed::kAlways || all[d.diag] != 0) p.count(d.name, all[d.diag]);
+// The programs of the table whose owner, owner's cgroup or attach point the
+// recording does not tell.
+void count_unknown_programs(const std::vector<ProgramRow>& programs, DiagCounts& diag) {
+  for (const ProgramRow& p : programs) {
+    diag[Diag::kBpfOwnerUnknown] += p.owner == "[unknown]";
+    // A process named as owner, its cgroup not.
+    diag[Diag::kBpfOwnerCgroupUnknown] +=
+        !p.owner_pids.empty() && p.owner_cgroup.find("[unknown]") != std::string::npos;
+    diag[Diag::kBpfAttachUnknown] += p.attach_points.empty();
   }
 }
 
@@ -466,17 +448,7 @@ ReportData aggregate(const Session& session, const AggregateOptions& options) {
   std::sort(order.begin(), order.end(),
             [](const Part* a, const Part* b) { return a->begin < b->begin; });
   Worker& first = order[0]->worker;
-  for (size_t i = 1; i < order.size(); i++) {
-    const Worker& w = order[i]->worker;
-    first.profile.merge(w.profile);
-    for (size_t k = 0; k < kUnknownReasons; k++) first.unknown_frames[k] += w.unknown_frames[k];
-    first.bad_samples += w.bad_samples;
-    first.bpf_unattributed += w.bpf_unattributed;
-    first.dispatch_unattributed += w.dispatch_unattributed;
-    first.cost_unproven += w.cost_unproven;
-    first.chunks_unreadable += w.chunks_unreadable;
-    first.cgroup_unknown += w.cgroup_unknown;
-  }
+  for (size_t i = 1; i < order.size(); i++) first.profile.merge(order[i]->worker.profile);
   ReportData data;
   data.header = session.header();
   for (const perfdata::FileAttr& a : session.reader().attrs()) {
@@ -485,13 +457,9 @@ ReportData aggregate(const Session& session, const AggregateOptions& options) {
   data.profile = std::move(first.profile);
   data.programs =
       program_table(session.symbolizer(), session.reader().features(), data.profile);
-  for (const ProgramRow& p : data.programs) {
-    first.owner_unknown += p.owner == "[unknown]";
-    // A process named as owner, its cgroup not.
-    first.owner_cgroup_unknown += !p.owner_pids.empty() && p.owner_cgroup.find("[unknown]") != std::string::npos;
-    first.attach_unknown += p.attach_points.empty();
-  }
-  add_counters(session, first, data.profile);
+  DiagCounts& diag = data.profile.diagnostics();
+  count_unknown_programs(data.programs, diag);
+  diag += session.diagnostics();
   return data;
 }
 

@@ -123,7 +123,7 @@ struct ReportData {
   Header header;
   // In the symbolizer's program order; index i is Frame::bpf_program == i + 1.
   std::vector<ProgramRow> programs;
-  profile::Profile profile;  // counters() holds the diagnostics
+  profile::Profile profile;  // diagnostics() holds every diagnostic of the recording
   std::optional<EnrichmentSummary> enrichment;  // files bpfprof recorded
   // Whether samples carry callchains: without them a program's cost is its
   // self samples alone.

@@ -108,6 +108,13 @@ Status Session::pass1(const SessionOptions& options) {
     header_.events.push_back(name.empty() ? "event" + std::to_string(i) : name);
   }
   counters_[Diag::kFeatureSectionsUnreadable] = reader_.feature_errors().size();
+  // The recorder counted the links it could not place and the perf-event fds
+  // it could not query or read; section 254 says how many.
+  if (f.attach) {
+    counters_[Diag::kBpfLinksLost] = f.attach->links_lost;
+    counters_[Diag::kBpfAttachFdLost] = f.attach->perf_fds_lost;
+    counters_[Diag::kBpfAttachFdUnreadable] = f.attach->fd_dirs_unreadable;
+  }
   for (const Error& e : reader_.feature_errors()) header_.unreadable_sections.push_back(e.to_string());
 
   std::optional<perfdata::KallsymsTable> user_kallsyms;
@@ -159,6 +166,12 @@ Status Session::pass1(const SessionOptions& options) {
     header_.unreadable_sections.push_back(e->to_string());
   }
   return ok_status();
+}
+
+DiagCounts Session::diagnostics() const {
+  DiagCounts all = counters_;
+  all += symbolizer_->diagnostics();
+  return all;
 }
 
 bool Session::samples_have_cgroups() const {

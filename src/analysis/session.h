@@ -95,8 +95,13 @@ class Session {
   // How many pieces pass 1 walked the data section in: 2 when the halves were
   // walked at once, else 1.
   size_t pass1_pieces() const { return pass1_pieces_; }
-  // Pass 1 diagnostics, merged into the report's counters.
+  // What pass 1 counted itself: records and feature sections it could not
+  // use, and the links section 254 says the recorder lost.
   const DiagCounts& counters() const { return counters_; }
+  // Every diagnostic of the recording as pass 1 leaves it: counters() and the
+  // symbolizer's (side-band records, program loads). Pass 2 adds those of
+  // the samples (aggregate.cc).
+  DiagCounts diagnostics() const;
 
  private:
   explicit Session(perfdata::FileReader reader) : reader_(std::move(reader)) {}

@@ -7,10 +7,12 @@
 //
 // Adding a counter is one line in BPFPROF_DIAGNOSTICS (and its line in
 // docs/diagnostics.md): X(enumerator, "name", severity, listed, "meaning").
-// Code counts it with `counts[Diag::kEnumerator] += n`; the report lists it by
-// its name.
+// Code counts it with `counts[Diag::kEnumerator] += n` where the problem is
+// found; the counts travel as a DiagCounts to the renderers, which list them
+// by name (kDiagnosticsByName, listed()).
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -123,6 +125,23 @@ constexpr std::string_view severity_name(DiagInfo::Severity s) {
 constexpr std::string_view listed_name(DiagInfo::Listed l) {
   return l == DiagInfo::Listed::kAlways ? "always" : "when not 0";
 }
+
+// Whether a report lists diagnostic `d` when it counted `value`: kAlways
+// entries always, so a zero says nothing of that kind happened; kNonZero ones
+// only when it happened.
+constexpr bool listed(const DiagInfo& d, uint64_t value) {
+  return d.listed == DiagInfo::Listed::kAlways || value != 0;
+}
+
+// The diagnostics in name order: the order reports list them in (the text
+// footer, the JSON object).
+inline constexpr std::array<Diag, kDiagCount> kDiagnosticsByName = [] {
+  std::array<Diag, kDiagCount> order{};
+  for (size_t i = 0; i < kDiagCount; i++) order[i] = kDiagnostics[i].diag;
+  std::sort(order.begin(), order.end(),
+            [](Diag a, Diag b) { return diag_info(a).name < diag_info(b).name; });
+  return order;
+}();
 
 // One value per diagnostic, zero until counted.
 class DiagCounts {

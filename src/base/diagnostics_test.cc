@@ -24,6 +24,35 @@ TEST(DiagnosticsTable, EnumeratorsIndexTheirRowsAndNamesAreUnique) {
   }
 }
 
+// Reports print the diagnostics in name order: every one once, sorted.
+TEST(DiagnosticsTable, ByNameIsEveryDiagnosticOnceInNameOrder) {
+  std::set<Diag> seen(kDiagnosticsByName.begin(), kDiagnosticsByName.end());
+  EXPECT_EQ(seen.size(), kDiagCount);
+  for (size_t i = 1; i < kDiagCount; i++) {
+    EXPECT_LT(diag_info(kDiagnosticsByName[i - 1]).name, diag_info(kDiagnosticsByName[i]).name);
+  }
+  EXPECT_EQ(diag_info(kDiagnosticsByName.front()).name, "bpf_attach_unknown");
+  EXPECT_EQ(diag_info(kDiagnosticsByName.back()).name, "unknown_frames.no_symbol");
+}
+
+TEST(DiagnosticsTable, ListedAlwaysOrWhenNotZero) {
+  EXPECT_TRUE(listed(diag_info(Diag::kSamplesBad), 0));  // always
+  EXPECT_TRUE(listed(diag_info(Diag::kSamplesBad), 3));
+  EXPECT_FALSE(listed(diag_info(Diag::kCgroupUnknown), 0));  // when not 0
+  EXPECT_TRUE(listed(diag_info(Diag::kCgroupUnknown), 1));
+}
+
+TEST(DiagnosticsTable, CountsAddPerDiagnostic) {
+  DiagCounts a, b;
+  a[Diag::kSamplesBad] = 2;
+  b[Diag::kSamplesBad] = 3;
+  b[Diag::kRecordsBad] = 1;
+  a += b;
+  EXPECT_EQ(a[Diag::kSamplesBad], 5u);
+  EXPECT_EQ(a[Diag::kRecordsBad], 1u);
+  EXPECT_EQ(a[Diag::kCgroupUnknown], 0u);
+}
+
 TEST(DiagnosticsTable, DocListsEveryCounterAsDeclared) {
   const std::vector<std::string> rows = bpfprof::testing::markdown_table_rows(
       BPFPROF_DIAGNOSTICS_DOC, "| counter | severity | listed | counts |");

@@ -62,6 +62,8 @@ int run_annotate(const AnnotateFlags& f) {
   if (std::fwrite(out.data(), 1, out.size(), stdout) != out.size() || std::fflush(stdout) != 0) {
     return fail("annotate", make_sys_error("writing the listing", errno));
   }
+  const InputDiagnostics read[] = {{f.input, (*session)->diagnostics()}};
+  warn_of_losses("annotate", read, f.quiet);
   return 0;
 }
 

@@ -3,6 +3,8 @@
 
 #include <cstdio>
 
+#include <fmt/format.h>
+
 namespace bpfprof::cli {
 
 void add_read_flags(CLI::App* cmd, ReadFlags& f) {
@@ -19,7 +21,7 @@ void add_kernel_read_flags(CLI::App* cmd, ReadFlags& f) {
   cmd->add_option(
       "--kallsyms", f.kallsyms,
       "Kernel symbols from this /proc/kallsyms-format file instead of the recording's snapshot");
-  cmd->add_flag("-q,--quiet", f.quiet, "No progress line on stderr");
+  cmd->add_flag("-q,--quiet", f.quiet, "No progress line and no warning of losses on stderr");
 }
 
 analysis::SessionOptions session_options(const ReadFlags& f, analysis::WalkProgress* progress) {
@@ -47,6 +49,45 @@ int fail(std::string_view command, const Error& e) {
   std::fprintf(stderr, "bpfprof %.*s: %s\n", static_cast<int>(command.size()), command.data(),
                e.to_string().c_str());
   return exit_code_for(e);
+}
+
+namespace {
+
+// "2 records_bad, 3343 samples_bad": the loss-severity diagnostics above zero.
+std::string losses(const DiagCounts& counts) {
+  std::string out;
+  for (Diag d : kDiagnosticsByName) {
+    const DiagInfo& info = diag_info(d);
+    if (info.severity != DiagInfo::Severity::kLoss || counts[d] == 0) continue;
+    if (!out.empty()) out += ", ";
+    out += fmt::format("{} {}", counts[d], info.name);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string loss_warning(std::string_view command, std::span<const InputDiagnostics> inputs) {
+  std::string named;
+  size_t lossy = 0;
+  for (const InputDiagnostics& in : inputs) {
+    const std::string lost = losses(in.counts);
+    if (lost.empty()) continue;
+    named += fmt::format("{}{}: {}", lossy++ ? "; " : "", in.input == "-" ? "stdin" : in.input,
+                         lost);
+  }
+  if (lossy == 0) return "";
+  return fmt::format(
+      "bpfprof {}: warning: {}: part of the {} could not be used (see the diagnostics of bpfprof "
+      "report)",
+      command, named, lossy > 1 ? "recordings" : "recording");
+}
+
+void warn_of_losses(std::string_view command, std::span<const InputDiagnostics> inputs,
+                    bool quiet) {
+  if (quiet) return;
+  const std::string line = loss_warning(command, inputs);
+  if (!line.empty()) std::fprintf(stderr, "%s\n", line.c_str());
 }
 
 }  // namespace bpfprof::cli

@@ -71,6 +71,9 @@ int run_diff(const DiffFlags& f) {
       f.format == "json" ? compare::render_diff_json(d) : compare::render_diff_text(d);
   Status written = write_file("-", out);
   if (!written.ok()) return fail("diff", written.error());
+  const InputDiagnostics read[] = {{f.before, before->profile.diagnostics()},
+                                   {f.after, after->profile.diagnostics()}};
+  warn_of_losses("diff", read, f.quiet);
   if (!d.offenders.empty()) {
     for (const compare::Offender& o : d.offenders) {
       std::fprintf(stderr, "bpfprof diff: over the limit: %s\n",

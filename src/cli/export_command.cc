@@ -133,14 +133,14 @@ int run_export(const ExportFlags& f) {
   analysis::add_bpf_addresses(data, (*session)->symbolizer());  // pprof mappings
 
   const uint64_t shown = shown_samples(data.profile, f.bpf_only);
-  const auto bad = data.profile.counters().find(diag_info(Diag::kSamplesBad).name);
-  if (data.profile.total().samples == 0 && bad != data.profile.counters().end() && bad->second > 0) {
+  const uint64_t bad = data.profile.diagnostics()[Diag::kSamplesBad];
+  if (data.profile.total().samples == 0 && bad > 0) {
     // Nothing was exported because nothing could be read: a failure, as
     // `report` counts it, not an empty result.
     return fail("export", make_error(Errc::kBadRecord,
-                                     fmt::format("{}: every sample is damaged (samples_bad={}): "
+                                     fmt::format("{}: every sample is damaged ({}={}): "
                                                  "nothing to export",
-                                                 f.input, bad->second)));
+                                                 f.input, diag_info(Diag::kSamplesBad).name, bad)));
   }
   if (shown == 0) {
     std::fprintf(stderr, "bpfprof export: no samples%s in %s; the output is empty\n",
@@ -155,6 +155,8 @@ int run_export(const ExportFlags& f) {
   if (!bytes.ok()) return fail("export", bytes.error());
   Status written = write_file(f.output, *bytes);
   if (!written.ok()) return fail("export", written.error());
+  const InputDiagnostics read[] = {{f.input, data.profile.diagnostics()}};
+  warn_of_losses("export", read, f.quiet);
   return 0;
 }
 

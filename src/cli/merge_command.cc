@@ -20,8 +20,9 @@ std::string input_label(const MergeFlags& f, size_t i) {
   return fmt::format("{} ({} of {})", f.inputs[i], i + 1, f.inputs.size());
 }
 
-// Loads the i-th input; the meter shows which.
-Result<analysis::ReportData> load(const MergeFlags& f, size_t i, ProgressMeter& meter) {
+// Loads the i-th input; the meter shows which, `read` gets its diagnostics.
+Result<analysis::ReportData> load(const MergeFlags& f, size_t i, ProgressMeter& meter,
+                                  std::vector<InputDiagnostics>& read) {
   analysis::LoadOptions o;
   o.symfs = f.symfs;
   o.kallsyms = f.kallsyms;
@@ -30,25 +31,29 @@ Result<analysis::ReportData> load(const MergeFlags& f, size_t i, ProgressMeter& 
   o.cgroups = f.format == "pprof";  // its `cgroup` label
   o.progress = meter.progress();
   if (i > 0) meter.next_file(input_label(f, i));
-  return analysis::load_recording(f.inputs[i], o);
+  auto data = analysis::load_recording(f.inputs[i], o);
+  if (data.ok()) read.push_back({f.inputs[i], data->profile.diagnostics()});
+  return data;
 }
 
 // pprof: recordings are added one at a time, so only one is in memory at once.
-Result<std::string> merge_pprof(const MergeFlags& f, ProgressMeter& meter) {
+Result<std::string> merge_pprof(const MergeFlags& f, ProgressMeter& meter,
+                                std::vector<InputDiagnostics>& read) {
   exporter::PprofBuilder builder(exporter::BpfIdentity::kTagName, f.bpf_only);
   for (size_t i = 0; i < f.inputs.size(); i++) {
     const std::string& path = f.inputs[i];
-    BPFPROF_ASSIGN_OR_RETURN(analysis::ReportData data, load(f, i, meter));
+    BPFPROF_ASSIGN_OR_RETURN(analysis::ReportData data, load(f, i, meter, read));
     // Recordings from one host keep one label; a file without a hostname is its own source.
     builder.add(data, data.header.host.empty() ? path : data.header.host);
   }
   return builder.encode();
 }
 
-Result<std::string> merge_folded(const MergeFlags& f, ProgressMeter& meter) {
+Result<std::string> merge_folded(const MergeFlags& f, ProgressMeter& meter,
+                                 std::vector<InputDiagnostics>& read) {
   std::vector<analysis::ReportData> all;
   for (size_t i = 0; i < f.inputs.size(); i++) {
-    BPFPROF_ASSIGN_OR_RETURN(analysis::ReportData data, load(f, i, meter));
+    BPFPROF_ASSIGN_OR_RETURN(analysis::ReportData data, load(f, i, meter, read));
     all.push_back(std::move(data));
   }
   std::vector<const analysis::ReportData*> views;
@@ -80,11 +85,13 @@ Subcommand add_merge_subcommand(CLI::App& app) {
 
 int run_merge(const MergeFlags& f) {
   ProgressMeter meter(ProgressMeter::for_stderr(f.quiet, 2), input_label(f, 0));
-  auto bytes = f.format == "folded" ? merge_folded(f, meter) : merge_pprof(f, meter);
+  std::vector<InputDiagnostics> read;
+  auto bytes = f.format == "folded" ? merge_folded(f, meter, read) : merge_pprof(f, meter, read);
   meter.stop();
   if (!bytes.ok()) return fail("merge", bytes.error());
   Status written = write_file(f.output, *bytes);
   if (!written.ok()) return fail("merge", written.error());
+  warn_of_losses("merge", read, f.quiet);
   return 0;
 }
 

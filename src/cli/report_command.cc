@@ -99,6 +99,8 @@ int run_report(const ReportFlags& f) {
   if (std::fwrite(out.data(), 1, out.size(), stdout) != out.size() || std::fflush(stdout) != 0) {
     return fail("report", make_sys_error("writing the report", errno));
   }
+  const InputDiagnostics read[] = {{f.input, data.profile.diagnostics()}};
+  warn_of_losses("report", read, f.quiet);
   return 0;
 }
 
@@ -126,6 +128,9 @@ int run_script(const ScriptFlags& f) {
   }
   Status written = script::write_script(**session, o, stdout);
   if (!written.ok()) return fail("script", written.error());
+  // What pass 1 could not use: script has no pass that counts samples.
+  const InputDiagnostics read[] = {{f.input, (*session)->diagnostics()}};
+  warn_of_losses("script", read, f.quiet);
   return 0;
 }
 

@@ -85,12 +85,6 @@ Counts& Profile::slot(StackId stack, const Thread& thread, ChargeId charge) {
   return it->second;
 }
 
-void Profile::count(std::string_view name, uint64_t n) {
-  auto it = counters_.find(name);
-  if (it == counters_.end()) it = counters_.emplace(std::string(name), 0).first;
-  it->second += n;
-}
-
 const Frame* Profile::leaf(StackId id) const {
   const auto& s = *stacks_[id];
   return s.empty() ? nullptr : frames_[s.front()];
@@ -123,7 +117,7 @@ void Profile::merge(const Profile& other) {
     first_time_ = other.first_time_;
   }
   if (other.last_time_ > last_time_) last_time_ = other.last_time_;
-  for (const auto& [name, value] : other.counters_) count(name, value);
+  diagnostics_ += other.diagnostics_;
 }
 
 }  // namespace bpfprof::profile

@@ -7,13 +7,12 @@
 #pragma once
 
 #include <cstdint>
-#include <map>
 #include <span>
-#include <string>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
 
+#include "base/diagnostics.h"
 #include "base/string_pool.h"
 #include "symbols/frame_kind.h"
 
@@ -127,11 +126,11 @@ class Profile {
       if (time > last_time_) last_time_ = time;
     }
   }
-  // Adds a named diagnostic counter (created on first use, kept in name order).
-  void count(std::string_view name, uint64_t n = 1);
-  // Makes sure a counter is listed even when it stays zero.
-  void declare(std::string_view name) { count(name, 0); }
-  // Adds every frame, stack, sample and counter of `other` (ids are remapped).
+  // The diagnostics of the samples counted here, and of the recording they
+  // came from (analysis/aggregate.cc counts both where it finds them).
+  DiagCounts& diagnostics() { return diagnostics_; }
+  const DiagCounts& diagnostics() const { return diagnostics_; }
+  // Adds every frame, stack, sample and diagnostic of `other` (ids are remapped).
   void merge(const Profile& other);
 
   const Frame& frame(FrameId id) const { return *frames_[id]; }
@@ -145,7 +144,6 @@ class Profile {
   // Earliest and latest sample time (0 when there were none).
   uint64_t first_time() const { return first_time_; }
   uint64_t last_time() const { return last_time_; }
-  const std::map<std::string, uint64_t, std::less<>>& counters() const { return counters_; }
 
  private:
   StringPool strings_;
@@ -158,7 +156,7 @@ class Profile {
   std::unordered_map<SampleKey, Counts, SampleKeyHash> samples_;
   Counts total_;
   uint64_t first_time_ = 0, last_time_ = 0;
-  std::map<std::string, uint64_t, std::less<>> counters_;
+  DiagCounts diagnostics_;
 };
 
 }  // namespace bpfprof::profile

@@ -52,7 +52,7 @@ TEST_F(ProfileTest, MergePreservesCountsAndRemapsIds) {
   Profile a, b;
   StackId sa = a.add_stack({frame(a, "f"), frame(a, "main", "/bin/x", FrameKind::kUser)});
   a.add_sample(sa, thread(1, "x"), 1, 10);
-  a.count("lost", 2);
+  a.diagnostics()[Diag::kSamplesBad] = 2;
   // b interns in another order, so its ids differ from a's.
   FrameId g = frame(b, "g");
   FrameId f = frame(b, "f");
@@ -62,8 +62,8 @@ TEST_F(ProfileTest, MergePreservesCountsAndRemapsIds) {
   b.add_sample(sb_other, thread(1, "x"), 3, 5);
   b.add_sample(sb_same, thread(1, "x"), 4, 20);
   b.add_sample(sb_same, thread(1, "x"), 4, 21);
-  b.count("lost", 1);
-  b.declare("zero");
+  b.diagnostics()[Diag::kSamplesBad] = 1;
+  b.diagnostics()[Diag::kCgroupUnknown] = 4;
 
   a.merge(b);
   EXPECT_EQ(a.total().samples, 4u);
@@ -73,8 +73,10 @@ TEST_F(ProfileTest, MergePreservesCountsAndRemapsIds) {
   EXPECT_EQ(a.samples().at(SampleKey{sa, thread(1, "x")}).samples, 3u);
   EXPECT_EQ(a.first_time(), 5u);
   EXPECT_EQ(a.last_time(), 21u);
-  EXPECT_EQ(a.counters().at("lost"), 3u);
-  EXPECT_EQ(a.counters().at("zero"), 0u);
+  // Diagnostics add up by kind, as the samples do.
+  EXPECT_EQ(a.diagnostics()[Diag::kSamplesBad], 3u);
+  EXPECT_EQ(a.diagnostics()[Diag::kCgroupUnknown], 4u);
+  EXPECT_EQ(a.diagnostics()[Diag::kRecordsBad], 0u);
 }
 
 TEST_F(ProfileTest, ViewsSurviveMove) {

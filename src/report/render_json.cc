@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/diagnostics.h"
 #include "base/percent.h"
 #include "report/program_groups.h"
 #include "report/render.h"
@@ -172,7 +173,11 @@ std::string render_json(const analysis::ReportData& d, const RenderOptions& o) {
     j["entries"] = rows_json(d, o, o.keys, false);
   }
   Json diag = Json::object();
-  for (const auto& [name, value] : d.profile.counters()) diag[name] = value;
+  const DiagCounts& counts = d.profile.diagnostics();
+  for (Diag id : kDiagnosticsByName) {
+    const DiagInfo& info = diag_info(id);
+    if (listed(info, counts[id])) diag[std::string(info.name)] = counts[id];
+  }
   j["diagnostics"] = std::move(diag);
   // Names come from the recording (comms cut at 15 bytes by the kernel may end
   // inside a UTF-8 character): invalid bytes become U+FFFD instead of aborting.

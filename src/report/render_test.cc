@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "report/render.h"
 
+#include <algorithm>
 #include <map>
+#include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -42,8 +45,7 @@ class RenderTest : public ::testing::Test {
     for (int i = 0; i < 4; i++) p.add_sample(p.add_stack({burn, run, main}), {5, 5, "w"}, 100, 1);
     for (int i = 0; i < 2; i++) p.add_sample(p.add_stack({sub, burn, run}), {5, 6, "w"}, 100, 1);
     for (int i = 0; i < 4; i++) p.add_sample(p.add_stack({main}), {5, 5, "w"}, 100, 1);
-    p.declare("records_unknown_type");
-    p.count("sideband_out_of_order", 2);
+    p.diagnostics()[Diag::kSidebandOutOfOrder] = 2;
   }
   analysis::ReportData d_;
 };
@@ -82,8 +84,41 @@ TEST_F(RenderTest, TextHasHeaderProgramsSymbolsAndDiagnostics) {
             std::string::npos) << text;
   EXPECT_NE(text.find("    40.00%        4  [bpf]          bpf_prog_0011223344556677_burn\n"),
             std::string::npos) << text;
-  EXPECT_NE(text.find("# diagnostics: records_unknown_type=0 sideband_out_of_order=2\n"),
+  EXPECT_NE(text.find("\n# diagnostics: bpf_event_without_ksymbol=0 bpf_samples_unattributed=0 "),
             std::string::npos) << text;
+  EXPECT_NE(text.find(" sideband_out_of_order=2 "), std::string::npos) << text;
+}
+
+// Each diagnostic as its rule says (diagnostics.h: listed): those listed
+// always also at zero, the others only when they happened; in name order.
+TEST_F(RenderTest, DiagnosticsListedByTheirRuleInNameOrder) {
+  DiagCounts& counts = d_.profile.diagnostics();
+  counts[Diag::kBpfLinksLost] = 4;  // listed when not 0
+  std::string text = render_text(d_, {});
+  EXPECT_NE(text.find(" records_unknown_type=0"), std::string::npos) << text;
+  EXPECT_NE(text.find(" bpf_links_lost=4"), std::string::npos) << text;
+  EXPECT_EQ(text.find("cgroup_unknown"), std::string::npos) << text;
+  EXPECT_EQ(text.find("sample_chunks_unreadable"), std::string::npos) << text;
+  // Parsed keeping the keys' order.
+  auto j = nlohmann::ordered_json::parse(render_json(d_, {}));
+  std::vector<std::string> keys, want;
+  for (const auto& [key, value] : j["diagnostics"].items()) keys.push_back(key);
+  for (const DiagInfo& d : kDiagnostics) {
+    if (d.listed == DiagInfo::Listed::kAlways || d.diag == Diag::kBpfLinksLost) {
+      want.emplace_back(d.name);
+    }
+  }
+  std::sort(want.begin(), want.end());
+  EXPECT_EQ(keys, want);
+  EXPECT_EQ(j["diagnostics"]["bpf_links_lost"], 4);
+  EXPECT_EQ(j["diagnostics"]["records_unknown_type"], 0);
+  // The text footer lists the same names in the same order.
+  size_t at = text.find("# diagnostics:");
+  for (const std::string& name : want) {
+    const size_t next = text.find(" " + name + "=", at);
+    ASSERT_NE(next, std::string::npos) << name << " after offset " << at << " in " << text;
+    at = next;
+  }
 }
 
 TEST_F(RenderTest, TextCallersTreeAndBpfOnly) {

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "base/diagnostics.h"
 #include "base/percent.h"
 #include "report/program_groups.h"
 #include "report/render.h"
@@ -210,11 +211,16 @@ std::string entries_text(const analysis::ReportData& d, const RenderOptions& o) 
   return title + t.render();
 }
 
+// The footer: the diagnostics each as its rule lists it (listed()), in name
+// order, wrapped at 96 columns; then the unreadable sections by name.
 std::string diagnostics_text(const analysis::ReportData& d) {
   std::string out = "#\n# diagnostics:";
   size_t width = out.size() - 2;
-  for (const auto& [name, value] : d.profile.counters()) {
-    std::string item = fmt::format(" {}={}", name, value);
+  const DiagCounts& counts = d.profile.diagnostics();
+  for (Diag diag : kDiagnosticsByName) {
+    const DiagInfo& info = diag_info(diag);
+    if (!listed(info, counts[diag])) continue;
+    std::string item = fmt::format(" {}={}", info.name, counts[diag]);
     if (width + item.size() > 96) {
       out += "\n#  ";
       width = 3;

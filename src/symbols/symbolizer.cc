@@ -47,22 +47,6 @@ struct Event {
 
 }  // namespace
 
-Diag unknown_frames_diag(Unknown u) {
-  switch (u) {
-    case Unknown::kNone:
-    case Unknown::kNoKallsyms: return Diag::kUnknownFramesNoKallsyms;
-    case Unknown::kKernelNoSymbol: return Diag::kUnknownFramesKernelNoSymbol;
-    case Unknown::kBpfNotAlive: return Diag::kUnknownFramesBpfNotAlive;
-    case Unknown::kNoMap: return Diag::kUnknownFramesNoMap;
-    case Unknown::kNoElf: return Diag::kUnknownFramesNoElf;
-    case Unknown::kNoSymbol: return Diag::kUnknownFramesNoSymbol;
-    case Unknown::kNoProcess: return Diag::kUnknownFramesNoProcess;
-    case Unknown::kNoFile: return Diag::kUnknownFramesNoFile;
-    case Unknown::kNoVdso: return Diag::kUnknownFramesNoVdso;
-  }
-  return Diag::kUnknownFramesNoKallsyms;
-}
-
 struct Symbolizer::Impl {
   Impl(const perfdata::Features& f, Options o)
       : features(f), options(std::move(o)), elf(options.symfs, options.full_signatures), bpf(f, pool, diag),

@@ -42,8 +42,23 @@ enum class Unknown : uint8_t {
   kNoVdso,          // [vdso] code, and the recording holds no readable vDSO image
 };
 inline constexpr size_t kUnknownCount = static_cast<size_t>(Unknown::kNoVdso) + 1;
-// The diagnostic that counts frames unknown for `u` (not kNone).
-Diag unknown_frames_diag(Unknown u);
+// The diagnostic that counts frames unknown for `u` (not kNone). Inline:
+// pass 2 counts every unknown frame by it.
+constexpr Diag unknown_frames_diag(Unknown u) {
+  switch (u) {
+    case Unknown::kNone:
+    case Unknown::kNoKallsyms: return Diag::kUnknownFramesNoKallsyms;
+    case Unknown::kKernelNoSymbol: return Diag::kUnknownFramesKernelNoSymbol;
+    case Unknown::kBpfNotAlive: return Diag::kUnknownFramesBpfNotAlive;
+    case Unknown::kNoMap: return Diag::kUnknownFramesNoMap;
+    case Unknown::kNoElf: return Diag::kUnknownFramesNoElf;
+    case Unknown::kNoSymbol: return Diag::kUnknownFramesNoSymbol;
+    case Unknown::kNoProcess: return Diag::kUnknownFramesNoProcess;
+    case Unknown::kNoFile: return Diag::kUnknownFramesNoFile;
+    case Unknown::kNoVdso: return Diag::kUnknownFramesNoVdso;
+  }
+  return Diag::kUnknownFramesNoKallsyms;
+}
 
 // One symbolized address. String views stay valid as long as the Symbolizer.
 struct Frame {

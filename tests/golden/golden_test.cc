@@ -145,6 +145,41 @@ TEST(GoldenErrors, CorruptInputIsOneLineWithOffset) {
   EXPECT_NE(bad_key.err.find("valid keys: prog, sym, dso, comm, pid, line, cgroup, container, owner"), std::string::npos);
 }
 
+// A recording with losses (degraded: a record of an unknown type, a sample
+// of an unknown id) makes every command that read it say so once on stderr,
+// after its output, which stays the same; -q keeps stderr empty. A recording
+// without losses (bpf_lifecycle: unnamed frames only) gets no line.
+TEST(GoldenWarnings, LossesAreOneStderrLineUnlessQuiet) {
+  const std::string clean = kGolden + "/bpf_lifecycle/perf.data";
+  const std::string lossy = kGolden + "/degraded/perf.data";
+  const std::string losses =
+      ": 1 records_unknown_attr, 1 records_unknown_type: part of the recording could not be used "
+      "(see the diagnostics of bpfprof report)\n";
+  const std::vector<std::vector<std::string>> commands = {
+      {"report", "-i", lossy},
+      {"report", "--format", "json", "-i", lossy},
+      {"script", "-i", lossy},
+      {"export", "-i", lossy},
+      {"merge", "--format", "folded", clean, lossy},
+      {"diff", clean, lossy},
+  };
+  for (std::vector<std::string> argv : commands) {
+    const std::string command = argv.front();
+    argv.insert(argv.begin(), kBin + "/bpfprof");
+    RunResult r = run(argv);
+    EXPECT_EQ(r.exit_code, 0) << command << ": " << r.err;
+    EXPECT_EQ(r.err, "bpfprof " + command + ": warning: " + lossy + losses) << command;
+    argv.push_back("-q");
+    RunResult quiet = run(argv);
+    EXPECT_EQ(quiet.exit_code, 0) << command << ": " << quiet.err;
+    EXPECT_EQ(quiet.err, "") << command;
+    EXPECT_EQ(quiet.out, r.out) << command;
+  }
+  RunResult none = run({kBin + "/bpfprof", "report", "-i", clean});
+  EXPECT_EQ(none.exit_code, 0) << none.err;
+  EXPECT_EQ(none.err, "");
+}
+
 // The CI gate: exit 3 with the offenders on stderr when a program's share
 // grows by more than the limit, 0 when none does.
 TEST(GoldenExitCodes, DiffFailAboveExitsThree) {

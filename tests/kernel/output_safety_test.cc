@@ -218,7 +218,8 @@ TEST_F(OutputSafetyTest, FailuresToStartAreOneLine) {
 // A recording whose writer was killed (no feature table: what it learned is
 // in-stream) with its kallsyms snapshot damaged in one chunk, and every sample
 // cut short: `report` counts one unreadable section and says the kernel
-// symbols are damaged; `export` has nothing to export and fails.
+// symbols are damaged, and without -q says once on stderr what was lost;
+// `export` has nothing to export and fails with its one error line.
 TEST(DamagedFileTest, DiagnosticsSayWhatHappenedOnce) {
   TempDir dir;
   const std::string path = dir.file("damaged.data");
@@ -255,12 +256,24 @@ TEST(DamagedFileTest, DiagnosticsSayWhatHappenedOnce) {
   EXPECT_NE(rep.out.find("\"feature_sections_unreadable\": 1"), std::string::npos) << rep.out;
   RunResult text = run({kBin + "/bpfprof", "report", "-q", "-i", path});
   EXPECT_NE(text.out.find("kernel symbols: damaged"), std::string::npos) << text.out;
+  EXPECT_EQ(text.err, "");
+  RunResult warned = run({kBin + "/bpfprof", "report", "-i", path});
+  EXPECT_EQ(warned.exit_code, 0) << warned.err;
+  EXPECT_EQ(warned.out, text.out);
+  EXPECT_EQ(warned.err, "bpfprof report: warning: " + path +
+                            ": 1 feature_sections_unreadable, 50 samples_bad: part of the "
+                            "recording could not be used (see the diagnostics of bpfprof report)\n");
   RunResult exp = run({kBin + "/bpfprof", "export", "-q", "--format", "pprof", "-i", path, "-o",
                        dir.file("out.pb.gz")});
   EXPECT_EQ(exp.exit_code, 1) << exp.err;
   EXPECT_EQ(exp.err, "bpfprof export: " + path +
                          ": every sample is damaged (samples_bad=50): nothing to export\n");
   EXPECT_FALSE(exists(dir.file("out.pb.gz")));
+  // A failure is its error line alone, -q or not.
+  RunResult loud = run({kBin + "/bpfprof", "export", "--format", "pprof", "-i", path, "-o",
+                        dir.file("out.pb.gz")});
+  EXPECT_EQ(loud.exit_code, 1) << loud.err;
+  EXPECT_EQ(loud.err, exp.err);
 }
 
 // Another user's doings in a shared sticky directory (as /tmp): nothing they

@@ -172,11 +172,6 @@ const ProgramRow& row(const ReportData& d, char letter) {
   return none;
 }
 
-uint64_t counter(const ReportData& d, const std::string& name) {
-  auto it = d.profile.counters().find(name);
-  return it == d.profile.counters().end() ? 0 : it->second;
-}
-
 class CostTest : public ::testing::Test {
  protected:
   ReportData report(bool callchains, AggregateOptions o = {}) {
@@ -218,9 +213,9 @@ TEST_F(CostTest, SelfCalleesAndDispatchGoToTheProgramThatCausedThem) {
       EXPECT_TRUE(c.dispatch_estimated);
       EXPECT_EQ(row(d, 'd').total_samples(), 0u);
       EXPECT_EQ(row(d, 'e').total_samples(), 1u);
-      EXPECT_EQ(counter(d, "bpf_dispatch_unattributed"), 2u);
-      EXPECT_EQ(counter(d, "bpf_cost_unproven"), 2u);
-      EXPECT_EQ(counter(d, "bpf_samples_unattributed"), 1u);
+      EXPECT_EQ(d.profile.diagnostics()[Diag::kBpfDispatchUnattributed], 2u);
+      EXPECT_EQ(d.profile.diagnostics()[Diag::kBpfCostUnproven], 2u);
+      EXPECT_EQ(d.profile.diagnostics()[Diag::kBpfSamplesUnattributed], 1u);
     }
   }
 }

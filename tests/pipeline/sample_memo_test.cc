@@ -102,11 +102,6 @@ std::map<std::string, uint64_t> counts_of(const ReportData& d) {
   return out;
 }
 
-uint64_t counter(const ReportData& d, const std::string& name) {
-  auto it = d.profile.counters().find(name);
-  return it == d.profile.counters().end() ? 0 : it->second;
-}
-
 TEST(SampleMemoTest, RepeatedSamplesAreCountedByWhatWasAliveAtTheirTime) {
   bpfprof::testing::TempDir dir;
   const std::string path = dir.file("repeats.data");
@@ -125,9 +120,9 @@ TEST(SampleMemoTest, RepeatedSamplesAreCountedByWhatWasAliveAtTheirTime) {
         {b + " | second", 5},
     };
     EXPECT_EQ(counts_of(f), want_flat);
-    EXPECT_EQ(counter(f, "bpf_samples_unattributed"), 6u);
-    EXPECT_EQ(counter(f, "unknown_frames.bpf_not_alive"), 6u);
-    EXPECT_EQ(counter(f, "unknown_frames.no_kallsyms"), 0u);
+    EXPECT_EQ(f.profile.diagnostics()[Diag::kBpfSamplesUnattributed], 6u);
+    EXPECT_EQ(f.profile.diagnostics()[Diag::kUnknownFramesBpfNotAlive], 6u);
+    EXPECT_EQ(f.profile.diagnostics()[Diag::kUnknownFramesNoKallsyms], 0u);
     EXPECT_EQ(f.profile.total().period, 26u * 10);
 
     AggregateOptions g = flat;
@@ -142,10 +137,10 @@ TEST(SampleMemoTest, RepeatedSamplesAreCountedByWhatWasAliveAtTheirTime) {
         {b + k + "[heap] | second", 3},
     };
     EXPECT_EQ(counts_of(s), want_g);
-    EXPECT_EQ(counter(s, "bpf_samples_unattributed"), 6u);
-    EXPECT_EQ(counter(s, "unknown_frames.bpf_not_alive"), 6u);
-    EXPECT_EQ(counter(s, "unknown_frames.no_kallsyms"), 26u);
-    EXPECT_EQ(counter(s, "unknown_frames.no_file"), 26u);
+    EXPECT_EQ(s.profile.diagnostics()[Diag::kBpfSamplesUnattributed], 6u);
+    EXPECT_EQ(s.profile.diagnostics()[Diag::kUnknownFramesBpfNotAlive], 6u);
+    EXPECT_EQ(s.profile.diagnostics()[Diag::kUnknownFramesNoKallsyms], 26u);
+    EXPECT_EQ(s.profile.diagnostics()[Diag::kUnknownFramesNoFile], 26u);
   }
 }
 
