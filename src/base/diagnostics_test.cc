@@ -31,8 +31,8 @@ TEST(DiagnosticsTable, ByNameIsEveryDiagnosticOnceInNameOrder) {
   for (size_t i = 1; i < kDiagCount; i++) {
     EXPECT_LT(diag_info(kDiagnosticsByName[i - 1]).name, diag_info(kDiagnosticsByName[i]).name);
   }
-  EXPECT_EQ(diag_info(kDiagnosticsByName.front()).name, "bpf_attach_unknown");
-  EXPECT_EQ(diag_info(kDiagnosticsByName.back()).name, "unknown_frames.no_symbol");
+  EXPECT_EQ(diag_info(kDiagnosticsByName.front()).name, "bpf_attach_fd_lost");
+  EXPECT_EQ(diag_info(kDiagnosticsByName.back()).name, "unknown_frames.no_vdso");
 }
 
 TEST(DiagnosticsTable, ListedAlwaysOrWhenNotZero) {
