@@ -61,9 +61,9 @@
     "BPF programs whose attach point the recording does not tell ([none known]: none listed at start or end nor captured; [unknown]: a file without section 254)") \
   X(kBpfLinksLost, "bpf_links_lost", kLoss, kNonZero,                                              \
     "BPF links created during the recording whose attach point is unknown (a link type the in-kernel capture does not read, or a record its ring could not take, gone before its query by id)") \
-  X(kBpfAttachFdLost, "bpf_attach_fd_lost", kLoss, kNonZero,                                      \
+  X(kBpfAttachFdLost, "bpf_attach_fd_lost", kUnnamed, kNonZero,                                   \
     "perf-event fds listed in /proc/PID/fd gone before BPF_TASK_FD_QUERY (the process exited, closed the fd or detached): the point of a program attached through one may be unknown") \
-  X(kBpfAttachFdUnreadable, "bpf_attach_fd_unreadable", kLoss, kNonZero,                          \
+  X(kBpfAttachFdUnreadable, "bpf_attach_fd_unreadable", kUnnamed, kNonZero,                       \
     "/proc/PID/fd directories the recorder could not read (most in one listing): programs attached through those processes' perf events may show [none known]") \
   X(kCgroupUnknown, "cgroup_unknown", kUnnamed, kNonZero,                                          \
     "samples counted under cgroup/container as [unknown] (recorded without --cgroup) or as an id no CGROUP record named") \
