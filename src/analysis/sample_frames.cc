@@ -21,17 +21,32 @@ void symbolize_sample(const symbols::Symbolizer& symbolizer, const perf::Sample&
                       symbols::Symbolizer::Holds* holds) {
   out.clear();
   const bool leaf_kernel = cpumode == perf::kMiscKernel;
-  auto add = [&](uint64_t ip, uint64_t lookup, bool kernel) {
-    if (!holds) {
-      out.push_back(SymbolizedFrame{
-          symbolizer.lookup(sample.pid, lookup, sample.time, kernel), ip, lookup});
-      return;
-    }
+  auto find = [&](uint64_t addr, bool kernel) {
+    if (!holds) return symbolizer.lookup(sample.pid, addr, sample.time, kernel);
     symbols::Symbolizer::Holds h;
-    out.push_back(SymbolizedFrame{
-        symbolizer.lookup(sample.pid, lookup, sample.time, kernel, h), ip, lookup});
+    symbols::Frame f = symbolizer.lookup(sample.pid, addr, sample.time, kernel, h);
     holds->from = std::max(holds->from, h.from);
     holds->to = std::min(holds->to, h.to);
+    return f;
+  };
+  auto add = [&](uint64_t ip, uint64_t lookup, bool kernel) {
+    symbols::Frame f = find(lookup, kernel);
+    auto in_nothing = [](const symbols::Frame& fr) {
+      return fr.unknown == symbols::Unknown::kNoMap ||
+             fr.unknown == symbols::Unknown::kKernelNoSymbol;
+    };
+    if (lookup != ip && in_nothing(f)) {
+      // A return address at the first byte of a symbol or mapping with
+      // nothing before it (a leaf repeated by the unwinder at a BPF
+      // program's entry, a call that ends a mapping): the address itself
+      // names what there is, the symbol or at least the file.
+      symbols::Frame at = find(ip, kernel);
+      if (!in_nothing(at)) {
+        out.push_back(SymbolizedFrame{at, ip, ip});
+        return;
+      }
+    }
+    out.push_back(SymbolizedFrame{f, ip, lookup});
   };
   const perf::U64Array& chain = sample.callchain;
   if (!stack || chain.empty()) {

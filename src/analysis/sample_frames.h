@@ -16,7 +16,8 @@ namespace bpfprof::analysis {
 struct SymbolizedFrame {
   symbols::Frame frame;
   uint64_t ip = 0;      // the address as recorded
-  uint64_t lookup = 0;  // the address looked up (ip, or ip - 1 above the leaf)
+  uint64_t lookup = 0;  // the address looked up (ip; above the leaf ip - 1, unless
+                        // that byte lies in nothing and ip in something)
 };
 
 // Fills `out` (cleared first). With `stack` false only the leaf is

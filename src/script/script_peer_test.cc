@@ -83,11 +83,6 @@ std::string classify(const std::vector<Frame>& perf, const std::vector<Frame>& o
     // function that made it.
     return "return_address_at_symbol_start";
   }
-  if (i > 0 && o.dso == "[unknown]" && p.dso.starts_with("/") && (p.ip & 0xfff) == 0) {
-    // The same at a mapping's first byte (perf's offset into the file is
-    // page-aligned): address - 1 lies before the mapping, in none.
-    return "return_address_at_symbol_start";
-  }
   if (p.dso == "[kernel.kallsyms]" && o.dso == p.dso && p.sym.substr(p.sym.rfind("+0x")) ==
                                                             o.sym.substr(o.sym.rfind("+0x"))) {
     // Two kernel symbols at one address (memcpy, __pi_memcpy): perf picks
