@@ -7,6 +7,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ "$(id -u)" -ne 0 ]; then exec sudo --preserve-env=CI,BPFPROF_BUILD_DIR,BPFPROF_ASAN_BUILD_DIR,BPFPROF_TSAN_BUILD_DIR "$0" "$@"; fi
 
+# Each phase's wall time goes into the summary (bench/RESULTS.md keeps the
+# cold and warm figures); the first phase starts with the script.
+summary=()
+phase_start=0
+phase() { summary+=("$1 ($((SECONDS - phase_start)) s)"); phase_start=$SECONDS; }
+
 scripts/install-deps.sh
 scripts/build.sh
 build=${BPFPROF_BUILD_DIR:-build}
@@ -26,7 +32,6 @@ fi
 logs=$(mktemp -d)
 trap 'rm -rf "$logs"' EXIT
 status=0
-summary=()
 # A skip where kernel tests are required fails the run (ctest says
 # "(Skipped)", a test binary run directly "[  SKIPPED ]").
 check_skips() {
@@ -40,11 +45,7 @@ ctest_counts() {
        END { printf "%d passed, %d failed, %d skipped", p, f, s }' "$1"
 }
 
-# Each phase's wall time goes into the summary (bench/RESULTS.md keeps the
-# cold and warm figures). Kernel tests run serially whatever -j says
-# (RUN_SERIAL, docs/design.md).
-phase_start=$SECONDS
-phase() { summary+=("$1 ($((SECONDS - phase_start)) s)"); phase_start=$SECONDS; }
+# Kernel tests run serially whatever -j says (RUN_SERIAL, docs/design.md).
 phase "install and build"
 ctest --test-dir "$build" -j2 --output-on-failure --timeout 600 2>&1 | tee "$logs/plain" || status=$?
 check_skips "$logs/plain" "plain build"
