@@ -33,15 +33,21 @@ std::vector<SymbolizedFrame> frames_of(const symbols::Symbolizer& sym,
   return out;
 }
 
-TEST(SampleFrames, ReturnAddressAtAMappingsFirstByteNamesThatMapping) {
-  perfdata::Features features;
-  symbols::Symbolizer sym(features, {.read_elf = false});
-  testing::Feeder f(sym);
-  f.comm(0, kPid, kPid, "app");
-  f.mmap2(0, kPid, kLib, 0x2000, 0, "/usr/lib/libdemo.so");
-  sym.finish();
+// One process with one file mapped, nothing below it.
+class SampleFramesTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    testing::Feeder f(sym_);
+    f.comm(0, kPid, kPid, "app");
+    f.mmap2(0, kPid, kLib, 0x2000, 0, "/usr/lib/libdemo.so");
+    sym_.finish();
+  }
+  perfdata::Features features_;
+  symbols::Symbolizer sym_{features_, {.read_elf = false}};
+};
 
-  const auto out = frames_of(sym, {perf::kContextUser, kLib + 0x100, kLib, kLib + 0x800});
+TEST_F(SampleFramesTest, ReturnAddressAtAMappingsFirstByteNamesThatMapping) {
+  const auto out = frames_of(sym_, {perf::kContextUser, kLib + 0x100, kLib, kLib + 0x800});
   ASSERT_EQ(out.size(), 3u);
   // The leaf as itself.
   EXPECT_EQ(out[0].lookup, kLib + 0x100);
@@ -56,15 +62,8 @@ TEST(SampleFrames, ReturnAddressAtAMappingsFirstByteNamesThatMapping) {
   EXPECT_EQ(out[2].frame.dso, "/usr/lib/libdemo.so");
 }
 
-TEST(SampleFrames, ReturnAddressInNothingStaysUnknown) {
-  perfdata::Features features;
-  symbols::Symbolizer sym(features, {.read_elf = false});
-  testing::Feeder f(sym);
-  f.comm(0, kPid, kPid, "app");
-  f.mmap2(0, kPid, kLib, 0x2000, 0, "/usr/lib/libdemo.so");
-  sym.finish();
-
-  const auto out = frames_of(sym, {perf::kContextUser, kLib + 0x100, kLib + 0x10000});
+TEST_F(SampleFramesTest, ReturnAddressInNothingStaysUnknown) {
+  const auto out = frames_of(sym_, {perf::kContextUser, kLib + 0x100, kLib + 0x10000});
   ASSERT_EQ(out.size(), 2u);
   EXPECT_EQ(out[1].lookup, kLib + 0x10000 - 1);
   EXPECT_EQ(out[1].frame.unknown, symbols::Unknown::kNoMap);
