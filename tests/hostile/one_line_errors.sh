@@ -4,12 +4,14 @@
 # recording: each either succeeds or fails with exactly one stderr line,
 # "bpfprof COMMAND: ...", and exit code 1 or 2 — never a crash, a hang, or
 # a second line.
-# Usage: one_line_errors.sh SOURCE_DIR BIN_DIR [STRIDE]
-# STRIDE N takes every Nth file of each corpus (default 1: all). Sanitizer
-# trees pass a stride: a sanitized process costs ~10x a plain one, and the
-# fuzzers (scripts/fuzz.sh) already run every corpus file under ASan+UBSan.
+# Usage: one_line_errors.sh SOURCE_DIR BIN_DIR [STRIDE [OFFSET]]
+# STRIDE N takes every Nth file of each corpus from the OFFSET-th (default 1
+# and 0: all). Sanitizer trees pass a larger stride: a sanitized process
+# costs ~10x a plain one, and the fuzzers (scripts/fuzz.sh) already run every
+# corpus file under ASan+UBSan. ctest runs the corpus as shards at different
+# offsets, so both cores work on it.
 set -euo pipefail
-src=$1 bin=$2/bpfprof stride=${3:-1}
+src=$1 bin=$2/bpfprof stride=${3:-1} offset=${4:-0}
 err=$(mktemp)
 trap 'rm -f "$err"' EXIT
 checked=0 failed=0
@@ -34,16 +36,16 @@ check() {  # check COMMAND FILE STDIN ARGS...
 
 i=0
 for f in "$src"/fuzz/corpus/reader/*; do
-  if (( i++ % stride == 0 )); then
+  if (( i++ % stride == offset )); then
     check report "$f" /dev/null -q -i "$f"
     check script "$f" /dev/null -i "$f"
   fi
 done
 i=0
 for f in "$src"/fuzz/corpus/pipe/*; do
-  if (( i++ % stride == 0 )); then
+  if (( i++ % stride == offset )); then
     check report "$f" "$f" -q -i -
   fi
 done
-echo "one_line_errors: $checked runs (stride ${stride}), $failed with more than one line, another prefix or a crash"
+echo "one_line_errors: $checked runs (stride ${stride}, offset ${offset}), $failed with more than one line, another prefix or a crash"
 (( checked > 0 )) && [ "$failed" -eq 0 ]
