@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets (fuzz/) with clang, ASan and UBSan in their own
-# build directory and runs each for N seconds (default 20) over a copy of its
-# seed corpus (fuzz/corpus/<target>). Fails on any crash, leak, timeout or
+# build directory and runs each for N seconds (default 20), two at a time,
+# over a copy of its seed corpus (fuzz/corpus/<target>). Fails on any crash, leak, timeout or
 # sanitizer report; the reproducer is kept under <build>/fuzz-artifacts.
 # Long runs by hand: scripts/fuzz.sh 3600
 set -euo pipefail
@@ -26,18 +26,31 @@ artifacts="$build/fuzz-artifacts"
 mkdir -p "$artifacts"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-status=0
-for t in "${targets[@]}"; do
+# Two targets at a time, one per core; each one's lines printed when it ends.
+run_one() {
+  local t=$1
   mkdir -p "$work/$t"
   cp fuzz/corpus/"$t"/* "$work/$t"/
-  echo "fuzz: $t for ${seconds}s"
   if ! "$build/fuzz/bpfprof_fuzz_$t" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
        -print_final_stats=1 -artifact_prefix="$artifacts/$t-" "$work/$t" >"$work/$t.log" 2>&1; then
     echo "fuzz: $t FAILED; last lines of its log (reproducer in $artifacts):"
     tail -n 40 "$work/$t.log"
-    status=1
-  else
-    grep -E '^stat::number_of_executed_units|^Done' "$work/$t.log" | sed "s/^/fuzz: $t: /"
+    return 1
+  fi
+  grep -E '^stat::number_of_executed_units|^Done' "$work/$t.log" | sed "s/^/fuzz: $t: /"
+}
+status=0
+pids=()
+for t in "${targets[@]}"; do
+  echo "fuzz: $t for ${seconds}s"
+  run_one "$t" >"$work/$t.out" 2>&1 &
+  pids+=("$!:$t")
+  if [ "${#pids[@]}" -eq 2 ] || [ "$t" = "${targets[-1]}" ]; then
+    for p in "${pids[@]}"; do
+      wait "${p%%:*}" || status=1
+      cat "$work/${p#*:}.out"
+    done
+    pids=()
   fi
 done
 exit "$status"
