@@ -66,6 +66,7 @@ inline void parse_all(const perf::RecordView& r, const perf::SampleLayout& l) {
   if (auto m = perf::Throttle::parse(r, l); m.ok()) keep(m->time);
   if (auto m = perf::Ksymbol::parse(r, l); m.ok()) keep(m->name.size() + m->stale_bytes);
   if (auto m = perf::BpfEvent::parse(r, l); m.ok()) keep(m->id + m->stale_bytes);
+  if (auto m = perf::BpfMetadata::parse(r); m.ok()) keep(m->prog_name.size() + m->entries.size());
 }
 
 }  // namespace bpfprof::fuzz

@@ -6,16 +6,19 @@
 // hostile bytes start from these and patch them, or use RecordWriter directly.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <initializer_list>
+#include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
 #include "base/byte_cursor.h"
 #include "perf/abi.h"
+#include "perf/records.h"
 
 namespace bpfprof::testing {
 
@@ -43,6 +46,13 @@ class RecordWriter {
     size_t at = out_.size();
     out_.resize(at + n);
     std::memcpy(out_.data() + at, s.data(), s.size());
+    return *this;
+  }
+  // `s` in a zero-filled field of n bytes (cut to n - 1, so a NUL ends it).
+  RecordWriter& fixed_string(std::string_view s, size_t n) {
+    const size_t at = out_.size();
+    out_.resize(at + n);
+    std::memcpy(out_.data() + at, s.data(), std::min(s.size(), n - 1));
     return *this;
   }
   size_t size() const { return out_.size(); }
@@ -216,6 +226,18 @@ inline ByteVec bpf_event_record(uint64_t sample_type, uint16_t type, uint16_t fl
   w.u16(type).u16(flags).u32(id);
   for (uint8_t b : tag) w.u8(b);
   return w.bytes(sample_id_trailer(sample_type, t)).finish();
+}
+
+// BPF_METADATA (perf 6.17+, no trailer): the program a KSYMBOL named
+// `prog_name` and its bpf_metadata_* variables (key, value).
+inline ByteVec bpf_metadata_record(
+    std::string_view prog_name, const std::vector<std::pair<std::string, std::string>>& entries) {
+  RecordWriter w(perf::kRecordBpfMetadata, 0);
+  w.fixed_string(prog_name, perf::BpfMetadata::kProgNameLen).u64(entries.size());
+  for (const auto& [key, value] : entries) {
+    w.fixed_string(key, perf::BpfMetadata::kKeyLen).fixed_string(value, perf::BpfMetadata::kValueLen);
+  }
+  return w.finish();
 }
 
 // FINISHED_ROUND: header only, never a trailer (user record type).

@@ -46,6 +46,10 @@ void Session::Piece::on_record(const perf::RecordView& view, uint64_t at) {
     segments.emplace_back();
     return;
   }
+  if (type == perf::kRecordBpfMetadata) {
+    bpf_metadata.push_back(keep(view));
+    return;
+  }
   if (type >= perf::kRecordHeaderAttr) return;  // user records carry no events
   const perfdata::FileAttr* attr = attr_of(view);
   if (attr == nullptr) {

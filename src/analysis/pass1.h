@@ -16,11 +16,13 @@
 
 namespace bpfprof::analysis {
 
-// Kernel record types up to AUX_OUTPUT_HW_ID and the user types perf 6.1
-// writes; anything else is counted as unknown (and otherwise skipped).
+// Kernel record types up to AUX_OUTPUT_HW_ID, the user types perf 6.1
+// writes and perf 6.17's BPF_METADATA; anything else is counted as unknown
+// (and otherwise skipped).
 inline bool known_type(uint32_t type) {
   return (type >= perf::kRecordMmap && type <= perf::kRecordAuxOutputHwId) ||
-         (type >= perf::kRecordHeaderAttr && type < perf::kRecordUserTypeLimit61);
+         (type >= perf::kRecordHeaderAttr && type < perf::kRecordUserTypeLimit61) ||
+         type == perf::kRecordBpfMetadata;
 }
 
 
@@ -78,6 +80,7 @@ struct Session::Piece {
   std::vector<uint64_t> chunk_starts;
   std::vector<Segment> segments{1};
   std::vector<Sideband> sideband;
+  std::vector<perf::RecordView> bpf_metadata;  // BPF_METADATA records, in the arena
   std::vector<std::unique_ptr<std::byte[]>> arena;
   size_t arena_used = 0, arena_size = 0;
 };

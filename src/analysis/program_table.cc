@@ -151,6 +151,7 @@ std::vector<ProgramRow> program_table(const symbols::Symbolizer& sym,
       row.xlated_len = prog.info->info.xlated_prog_len;
       row.verified_insns = prog.info->info.verified_insns;
     }
+    row.metadata = prog.metadata;
     row.id = prog.id;
     row.name = prog.name;
     row.tag = bpf::tag_hex(prog.tag);

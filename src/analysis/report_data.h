@@ -96,6 +96,9 @@ struct ProgramRow {
   // From the stored BPF_PROG_INFO: JIT image and translated sizes (bytes)
   // and the instructions the verifier processed; none without stored info.
   std::optional<uint32_t> jited_len, xlated_len, verified_insns;
+  // Its bpf_metadata_* variables (name without the prefix, value) from a
+  // BPF_METADATA record (perf 6.17+); empty when the file has none for it.
+  std::vector<std::pair<std::string, std::string>> metadata;
 };
 
 // How the recorder enriched BPF programs (bpfprof's feature 251), and

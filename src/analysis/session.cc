@@ -159,6 +159,18 @@ Status Session::pass1(const SessionOptions& options) {
 
   // In file order: the Symbolizer puts them in time order.
   for (const Sideband& s : sideband) symbolizer_->add_sideband(s.record, *s.layout);
+  // Programs' metadata (perf 6.17's records): by the name of a function,
+  // whenever in the file (the records carry no time).
+  for (const auto& piece : *pieces) {
+    for (const perf::RecordView& r : piece->bpf_metadata) {
+      auto m = perf::BpfMetadata::parse(r);
+      if (m.ok()) {
+        symbolizer_->add_bpf_metadata(*m);
+      } else {
+        counters_[Diag::kBpfMetadataBad]++;
+      }
+    }
+  }
   symbolizer_->finish();
   // A snapshot the reader left packed is decoded by the symbolizer.
   if (const auto& e = symbolizer_->kallsyms_error()) {

@@ -65,6 +65,8 @@
     "perf-event fds listed in /proc/PID/fd gone before BPF_TASK_FD_QUERY (the process exited, closed the fd or detached): the point of a program attached through one may be unknown") \
   X(kBpfAttachFdUnreadable, "bpf_attach_fd_unreadable", kUnnamed, kNonZero,                       \
     "/proc/PID/fd directories the recorder could not read (most in one listing): programs attached through those processes' perf events may show [none known]") \
+  X(kBpfMetadataBad, "bpf_metadata_bad", kLoss, kNonZero,                                         \
+    "BPF_METADATA records (perf 6.17+: a program's bpf_metadata_* variables) that failed to parse; the program they name shows no metadata") \
   X(kCgroupUnknown, "cgroup_unknown", kUnnamed, kNonZero,                                          \
     "samples counted under cgroup/container as [unknown] (recorded without --cgroup) or as an id no CGROUP record named") \
   X(kUnknownFramesNoKallsyms, "unknown_frames.no_kallsyms", kUnnamed, kAlways,                     \

@@ -41,7 +41,8 @@ CLI::App* add_report_command(CLI::App& app, ReportFlags& f) {
   cmd->add_flag("--instances", f.instances,
                 "Program table: one row per program instance (default: one per name and tag)");
   cmd->add_flag("-v,--verbose", f.verbose,
-                "Program table: JIT and translated sizes and verified instructions");
+                "Program table: JIT and translated sizes, verified instructions and "
+                "programs' metadata");
   return cmd;
 }
 

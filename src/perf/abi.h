@@ -46,6 +46,9 @@ enum RecordType : uint32_t {
   kRecordCompressed = 81,
   kRecordFinishedInit = 82,
   kRecordUserTypeLimit61 = 83,  // perf 6.1 rejects types >= this
+  // perf 6.17+: one program's bpf_metadata_* variables (not written by
+  // bpfprof: perf 6.1's script stops at it).
+  kRecordBpfMetadata = 84,
 };
 
 // misc bits

@@ -330,4 +330,48 @@ Result<BpfEvent> BpfEvent::parse(const RecordView& r, const SampleLayout& layout
   return m;
 }
 
+namespace {
+
+// A fixed-size text field: its bytes up to the first NUL, which must be there.
+Result<std::string_view> fixed_string(ByteCursor& c, size_t n, const char* field) {
+  const uint64_t at = c.absolute_pos();
+  BPFPROF_ASSIGN_OR_RETURN(Bytes b, c.bytes(n, field));
+  const char* s = reinterpret_cast<const char*>(b.data());
+  const size_t len = strnlen(s, n);
+  if (len == n) {
+    return make_error_at(Errc::kBadRecord, at, std::string(field) + ": no NUL in its " +
+                                                   std::to_string(n) + " bytes");
+  }
+  return std::string_view(s, len);
+}
+
+}  // namespace
+
+Result<BpfMetadata> BpfMetadata::parse(const RecordView& r) {
+  BPFPROF_TRY(check_whole(r, "BPF_METADATA"));
+  if (r.header.type != kRecordBpfMetadata) {
+    return make_error_at(Errc::kBadRecord, r.offset,
+                         "BPF_METADATA: record of type " + std::to_string(r.header.type));
+  }
+  ByteCursor c(r.bytes.subspan(kHeaderSize), r.offset + kHeaderSize);
+  BpfMetadata m;
+  BPFPROF_ASSIGN_OR_RETURN(m.prog_name, fixed_string(c, kProgNameLen, "BPF_METADATA.prog_name"));
+  const uint64_t count_at = c.absolute_pos();
+  BPFPROF_ASSIGN_OR_RETURN(uint64_t n, c.u64("BPF_METADATA.nr_entries"));
+  if (n != c.remaining() / (kKeyLen + kValueLen) || c.remaining() % (kKeyLen + kValueLen) != 0) {
+    return make_error_at(Errc::kBadRecord, count_at,
+                         "BPF_METADATA.nr_entries " + std::to_string(n) + " does not fill the " +
+                             std::to_string(c.remaining()) + " bytes after it (" +
+                             std::to_string(kKeyLen + kValueLen) + " per entry)");
+  }
+  m.entries.reserve(n);
+  for (uint64_t i = 0; i < n; i++) {
+    BPFPROF_ASSIGN_OR_RETURN(std::string_view key, fixed_string(c, kKeyLen, "BPF_METADATA.key"));
+    BPFPROF_ASSIGN_OR_RETURN(std::string_view value,
+                             fixed_string(c, kValueLen, "BPF_METADATA.value"));
+    m.entries.emplace_back(key, value);
+  }
+  return m;
+}
+
 }  // namespace bpfprof::perf

@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <optional>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "base/byte_cursor.h"
 #include "base/error.h"
@@ -229,6 +231,18 @@ struct BpfEvent {  // BPF_EVENT (18)
   SampleId sample_id;
   size_t stale_bytes = 0;  // bytes after the trailer (kernel header.size bug)
   static Result<BpfEvent> parse(const RecordView& r, const SampleLayout& layout);
+};
+
+// BPF_METADATA (84, written by perf 6.17+, no sample_id): the program a
+// KSYMBOL named `prog_name` (one record per function's name) and its
+// bpf_metadata_* variables, names without the prefix, values as perf
+// printed them. Fixed-size fields: prog_name[512], nr_entries,
+// entries[nr_entries] of key[64] and value[256], NUL-terminated.
+struct BpfMetadata {
+  static constexpr size_t kProgNameLen = 512, kKeyLen = 64, kValueLen = 256;
+  std::string_view prog_name;
+  std::vector<std::pair<std::string_view, std::string_view>> entries;  // key, value
+  static Result<BpfMetadata> parse(const RecordView& r);
 };
 
 }  // namespace bpfprof::perf

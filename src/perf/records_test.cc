@@ -333,6 +333,51 @@ TEST_F(RecordsTest, TruncatedRecordsAreErrors) {
   }
 }
 
+TEST_F(RecordsTest, BpfMetadata) {
+  const ByteVec b = testing::bpf_metadata_record(
+      "bpf_prog_0011223344556677_handler", {{"version", "\"1.2\""}, {"build", "7"}});
+  EXPECT_EQ(b.size(), 8u + 512 + 8 + 2 * 320);
+  auto m = BpfMetadata::parse(view(b));
+  ASSERT_TRUE(m.ok()) << m.error().to_string();
+  EXPECT_EQ(m->prog_name, "bpf_prog_0011223344556677_handler");
+  ASSERT_EQ(m->entries.size(), 2u);
+  EXPECT_EQ(m->entries[0].first, "version");
+  EXPECT_EQ(m->entries[0].second, "\"1.2\"");
+  EXPECT_EQ(m->entries[1].first, "build");
+  EXPECT_EQ(m->entries[1].second, "7");
+  // None is a record too.
+  auto empty = BpfMetadata::parse(view(testing::bpf_metadata_record("bpf_prog_x", {})));
+  ASSERT_TRUE(empty.ok());
+  EXPECT_TRUE(empty->entries.empty());
+}
+
+TEST_F(RecordsTest, BpfMetadataDamaged) {
+  const ByteVec good = testing::bpf_metadata_record("bpf_prog_x", {{"k", "v"}});
+  // A count the entries do not fill, either way.
+  for (const uint64_t n : {0ull, 2ull, ~0ull}) {
+    ByteVec b = good;
+    std::memcpy(b.data() + 8 + 512, &n, 8);
+    auto m = BpfMetadata::parse(view(b, 4096));
+    ASSERT_FALSE(m.ok()) << n;
+    EXPECT_NE(m.error().to_string().find("nr_entries"), std::string::npos) << m.error().to_string();
+  }
+  // Text without its NUL: the name, a key, a value.
+  for (const size_t at : {size_t{8}, size_t{8 + 512 + 8}, size_t{8 + 512 + 8 + 64}}) {
+    ByteVec b = good;
+    const size_t n = at == 8 ? 512 : at == 8 + 512 + 8 ? 64 : 256;
+    std::memset(b.data() + at, 'a', n);
+    auto m = BpfMetadata::parse(view(b));
+    ASSERT_FALSE(m.ok()) << at;
+    EXPECT_NE(m.error().to_string().find("no NUL"), std::string::npos) << m.error().to_string();
+  }
+  // Cut short anywhere: an error, never a read past the end.
+  for (size_t n = 8; n < good.size(); n += 8) {
+    ByteVec b(good.begin(), good.begin() + static_cast<std::ptrdiff_t>(n));
+    set_size(b, static_cast<uint16_t>(n));
+    EXPECT_FALSE(BpfMetadata::parse(view(b)).ok()) << n;
+  }
+}
+
 TEST_F(RecordsTest, SampleIdOfUserRecordIsEmpty) {
   ByteVec b = testing::finished_round_record();
   auto s = parse_sample_id(view(b), layout_);

@@ -35,11 +35,12 @@ inline constexpr uint32_t kRecordEventUpdate = 78;
 inline constexpr uint64_t kEventUpdateName = 2;
 inline constexpr uint32_t kCompZstd = 1;  // HEADER_COMPRESSED comp_type
 
-// Record types perf 6.1 defines: kernel 1..21, perf's own 64..82. Others are
-// counted and skipped by the reader.
+// Record types perf 6.1 defines: kernel 1..21, perf's own 64..82; and
+// perf 6.17's BPF_METADATA (84). Others are counted and skipped by the reader.
 inline bool known_record_type(uint32_t type) {
   return (type >= perf::kRecordMmap && type <= perf::kRecordAuxOutputHwId) ||
-         (type >= perf::kRecordHeaderAttr && type < perf::kRecordUserTypeLimit61);
+         (type >= perf::kRecordHeaderAttr && type < perf::kRecordUserTypeLimit61) ||
+         type == perf::kRecordBpfMetadata;
 }
 
 // Bytes that follow a record outside its header.size (AUXTRACE data,

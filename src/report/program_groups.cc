@@ -59,6 +59,8 @@ void merge(ProgramGroup& g, const analysis::ProgramRow& p) {
   keep_largest(r.jited_len, p.jited_len);
   keep_largest(r.xlated_len, p.xlated_len);
   keep_largest(r.verified_insns, p.verified_insns);
+  // Same code, but the values are data: the first instance that has them.
+  if (r.metadata.empty()) r.metadata = p.metadata;
 }
 
 }  // namespace

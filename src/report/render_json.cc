@@ -74,6 +74,9 @@ Json programs_json(const analysis::ReportData& d, bool instances, bool cost_tota
                     {"jited_len", p.jited_len ? Json(*p.jited_len) : Json(nullptr)},
                     {"xlated_len", p.xlated_len ? Json(*p.xlated_len) : Json(nullptr)},
                     {"verified_insns", p.verified_insns ? Json(*p.verified_insns) : Json(nullptr)}});
+    Json metadata = Json::object();
+    for (const auto& [key, value] : p.metadata) metadata[key] = value;
+    row["metadata"] = std::move(metadata);
     if (d.enrichment && d.enrichment->bpf_stats) {
       const bool known = p.run_cnt && p.run_time_ns;
       row["run_cnt"] = known ? Json(*p.run_cnt) : Json(nullptr);

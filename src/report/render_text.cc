@@ -147,6 +147,14 @@ std::string programs_text(const analysis::ReportData& d, const RenderOptions& o)
     cells.push_back(p.attach);
     cells.push_back(p.name);
     t.add_row(std::move(cells));
+    if (o.verbose) {
+      // Its bpf_metadata_* variables (BPF_METADATA records), one per line.
+      for (const auto& [key, value] : p.metadata) {
+        std::vector<std::string> row(width);
+        row.back() = fmt::format("  metadata: {} = {}", key, value);
+        t.add_row(std::move(row));
+      }
+    }
     // A program with one function is its own function: listing it again says nothing.
     if (p.functions.size() < 2) continue;
     for (const analysis::FunctionRow& f : p.functions) {

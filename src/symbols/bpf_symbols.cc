@@ -170,6 +170,18 @@ void BpfSymbols::load(uint64_t time, uint32_t cpu, uint32_t id, const bpf::Tag& 
   loaded_by_id_[id] = index;
 }
 
+void BpfSymbols::attach_metadata(const std::unordered_map<std::string, Metadata>& by_name) {
+  if (by_name.empty()) return;
+  for (BpfProgram& prog : programs_) {
+    for (const BpfFunction& fn : prog.functions) {
+      if (auto it = by_name.find(fn.ksym); it != by_name.end()) {
+        prog.metadata = it->second;
+        break;
+      }
+    }
+  }
+}
+
 void BpfSymbols::unload(uint64_t time, uint32_t id) {
   auto it = loaded_by_id_.find(id);
   if (it == loaded_by_id_.end()) return;  // loaded before recording and not synthesized

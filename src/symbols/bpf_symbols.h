@@ -7,8 +7,10 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "base/string_pool.h"
@@ -40,6 +42,10 @@ class BpfSymbols {
   void on_bpf_event(uint64_t time, uint32_t cpu, uint16_t type, uint32_t id, const bpf::Tag& tag,
                     uint32_t pid = 0, uint32_t tid = 0);
   void finish() { timeline_.build(); }
+  // After finish(): each program's metadata from the first of its
+  // functions' names `by_name` holds (BPF_METADATA records).
+  using Metadata = std::vector<std::pair<std::string, std::string>>;
+  void attach_metadata(const std::unordered_map<std::string, Metadata>& by_name);
 
   // Pass 2.
   Timeline::Hit find(uint64_t addr, uint64_t time) const { return timeline_.find(addr, time); }

@@ -114,6 +114,8 @@ struct Symbolizer::Impl {
   std::unordered_map<uint64_t, std::string_view> cgroups;  // CGROUP: id -> path
   uint64_t first_clock = 0;  // the newest time of the records that sort first
   bool finished = false;
+  // BPF_METADATA by the function name it names; the first record wins.
+  std::unordered_map<std::string, BpfSymbols::Metadata> bpf_metadata;
   uint64_t serial = 0;  // set by finish(): lookups may remember answers then
   std::thread kallsyms_open;
   bool kallsyms_opened = false;         // open_kallsyms() ran (or runs on kallsyms_open)
@@ -388,6 +390,12 @@ void Symbolizer::add_sideband(const perf::RecordView& r, const perf::SampleLayou
   if (consumes(r.header.type)) impl_->add(r, layout);
 }
 
+void Symbolizer::add_bpf_metadata(const perf::BpfMetadata& m) {
+  auto [it, added] = impl_->bpf_metadata.try_emplace(std::string(m.prog_name));
+  if (!added) return;
+  for (const auto& [key, value] : m.entries) it->second.emplace_back(key, value);
+}
+
 void Symbolizer::finish() {
   Impl& m = *impl_;
   if (m.finished) return;
@@ -417,6 +425,7 @@ void Symbolizer::finish() {
   } else {
     m.bpf.finish();
   }
+  m.bpf.attach_metadata(m.bpf_metadata);
   m.lines.set_programs(m.bpf.programs());
   m.serial = next_timeline_serial();
 }

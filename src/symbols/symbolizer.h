@@ -90,6 +90,9 @@ struct BpfProgram {
   // The task whose BPF_EVENT loaded it (its sample_id); 0 for programs
   // synthesized at start or records without a pid.
   uint32_t loader_pid = 0, loader_tid = 0;
+  // Its bpf_metadata_* variables (name without the prefix, value), as a
+  // BPF_METADATA record gave them; empty when none names it.
+  std::vector<std::pair<std::string, std::string>> metadata;
 };
 
 // A BPF source line: from jited line info -> line info -> BTF strings.
@@ -134,6 +137,9 @@ class Symbolizer {
   // the latter at the newest time of those first records before it. Records
   // of types not consumed are ignored.
   void add_sideband(const perf::RecordView& r, const perf::SampleLayout& layout);
+  // Pass 1: a program's metadata, for the program one of whose functions
+  // the record names (by its KSYMBOL name); copied.
+  void add_bpf_metadata(const perf::BpfMetadata& m);
   // Ends pass 1: applies the records in time order, builds lookup indexes.
   void finish();
 
