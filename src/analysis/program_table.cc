@@ -150,6 +150,7 @@ std::vector<ProgramRow> program_table(const symbols::Symbolizer& sym,
       row.jited_len = prog.info->info.jited_prog_len;
       row.xlated_len = prog.info->info.xlated_prog_len;
       row.verified_insns = prog.info->info.verified_insns;
+      row.kernel_name = prog.info->name();
     }
     row.metadata = prog.metadata;
     row.id = prog.id;

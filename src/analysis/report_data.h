@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "profile/profile.h"
@@ -46,6 +47,8 @@ struct FunctionRow {
 // it is attached at (dispatch).
 struct ProgramRow {
   uint32_t id = 0;
+  // The main function's full name (from its KSYMBOL, which carries the BTF
+  // name; kernel_name below is bpf_prog_info's).
   std::string name;
   std::string tag;                     // 16 hex digits
   uint64_t load_ns = 0;                // 0 = loaded before recording began
@@ -99,6 +102,9 @@ struct ProgramRow {
   // Its bpf_metadata_* variables (name without the prefix, value) from a
   // BPF_METADATA record (perf 6.17+); empty when the file has none for it.
   std::vector<std::pair<std::string, std::string>> metadata;
+  // The name bpf_prog_info stores, which the kernel cuts at 15 characters;
+  // none without stored info.
+  std::optional<std::string> kernel_name;
 };
 
 // How the recorder enriched BPF programs (bpfprof's feature 251), and

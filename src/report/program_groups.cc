@@ -61,6 +61,7 @@ void merge(ProgramGroup& g, const analysis::ProgramRow& p) {
   keep_largest(r.verified_insns, p.verified_insns);
   // Same code, but the values are data: the first instance that has them.
   if (r.metadata.empty()) r.metadata = p.metadata;
+  if (!r.kernel_name) r.kernel_name = p.kernel_name;
 }
 
 }  // namespace

@@ -53,6 +53,7 @@ Json programs_json(const analysis::ReportData& d, bool instances, bool cost_tota
       row["ids"] = g.ids;
     }
     row.update(Json{{"name", p.name},
+                    {"kernel_name", p.kernel_name ? Json(*p.kernel_name) : Json(nullptr)},
                     {"tag", p.tag},
                     {"samples", p.samples},
                     {"percent", percent_of_rounded(p.samples, total)},

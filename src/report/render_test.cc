@@ -154,6 +154,8 @@ TEST_F(RenderTest, JsonSchema) {
   EXPECT_EQ(prog["ids"], nlohmann::json::array({42}));
   EXPECT_FALSE(prog.contains("id"));
   EXPECT_EQ(prog["name"], "burn");
+  EXPECT_TRUE(prog["kernel_name"].is_null());  // no stored info
+  EXPECT_EQ(prog["metadata"], nlohmann::json::object());
   EXPECT_EQ(prog["tag"], "0011223344556677");
   EXPECT_EQ(prog["samples"], 6);
   EXPECT_DOUBLE_EQ(prog["percent"].get<double>(), 60.0);
@@ -196,6 +198,9 @@ TEST_F(RenderTest, ProgramTableGroupsInstancesOfTheSameCode) {
   again.run_cnt = 30;
   again.run_time_ns = 5000;
   again.jited_len = 120;
+  // Only this instance has stored info and metadata: the group shows its.
+  again.kernel_name = "burn";
+  again.metadata = {{"version", "2"}};
   d_.programs.push_back(again);
   // A zero tag tells no code apart: its row stays its own.
   d_.programs.push_back(
@@ -228,6 +233,8 @@ TEST_F(RenderTest, ProgramTableGroupsInstancesOfTheSameCode) {
   EXPECT_EQ(burn["avg_ns"], 150);
   EXPECT_EQ(burn["jited_len"], 120);
   EXPECT_TRUE(burn["xlated_len"].is_null());
+  EXPECT_EQ(burn["kernel_name"], "burn");
+  EXPECT_EQ(burn["metadata"], (nlohmann::json{{"version", "2"}}));
   EXPECT_EQ(burn["functions"][0]["samples"], 5);
   EXPECT_EQ(burn["functions"][1]["samples"], 4);
 

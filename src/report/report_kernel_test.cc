@@ -44,6 +44,7 @@ TEST_F(ReportKernelTest, LongLivedProgramHasSamplesAndItsName) {
   }
   ASSERT_NE(found, nullptr) << "program id " << truth["id"] << " missing from the report";
   EXPECT_EQ((*found)["name"], "long_burner");
+  EXPECT_EQ((*found)["kernel_name"], "long_burner");  // short enough not to be cut
   EXPECT_EQ((*found)["tag"], truth["tag"]);
   EXPECT_GT((*found)["samples"].get<uint64_t>(), 0u);
   // Its functions are the ones the kernel JIT'd, named as kallsyms names them.
