@@ -24,6 +24,10 @@ constexpr size_t kLineFixed = 384;
 // The leaf of a sample without frames.
 const symbols::Frame kNoFrame{};
 
+// A pid or tid as perf prints it: signed (the kernel reports -1 for a task
+// that is past its pid's release, such as one sampled in its own exit).
+int32_t signed_id(uint32_t id) { return static_cast<int32_t>(id); }
+
 bool is_ascii(std::string_view s) {
   return std::all_of(s.begin(), s.end(), [](char c) { return static_cast<unsigned char>(c) < 0x80; });
 }
@@ -101,7 +105,7 @@ void format_fields(const analysis::Session& session, const analysis::OrderedSamp
   auto to = std::back_inserter(t);
   if (f & kFieldComm) {
     std::string_view comm = sym.comm(sample.pid, sample.tid, sample.time);
-    const std::string unnamed = ":" + std::to_string(sample.tid);
+    const std::string unnamed = ":" + std::to_string(signed_id(sample.tid));
     if (comm.empty()) comm = unnamed;
     if (chain) {
       fmt::format_to(to, "{} ", comm);
@@ -110,11 +114,11 @@ void format_fields(const analysis::Session& session, const analysis::OrderedSamp
     }
   }
   if ((f & kFieldPid) && (f & kFieldTid)) {
-    fmt::format_to(to, "{:>5}/{:<5} ", sample.pid, sample.tid);
+    fmt::format_to(to, "{:>5}/{:<5} ", signed_id(sample.pid), signed_id(sample.tid));
   } else if (f & kFieldPid) {
-    fmt::format_to(to, "{:>5} ", sample.pid);
+    fmt::format_to(to, "{:>5} ", signed_id(sample.pid));
   } else if (f & kFieldTid) {
-    fmt::format_to(to, "{:>5} ", sample.tid);
+    fmt::format_to(to, "{:>5} ", signed_id(sample.tid));
   }
   if (f & kFieldCpu) fmt::format_to(to, "[{:03}] ", sample.cpu);
   if (f & kFieldTime) {
@@ -252,9 +256,9 @@ void format_sample(const analysis::Session& session, const analysis::OrderedSamp
     p = put(p, "{\"comm\":");
     p = comm_json.put(p);
     p = put(p, ",\"pid\":");
-    p = put_uint(p, sample->pid);
+    p = put_int(p, signed_id(sample->pid));
     p = put(p, ",\"tid\":");
-    p = put_uint(p, sample->tid);
+    p = put_int(p, signed_id(sample->tid));
     p = put(p, ",\"cpu\":");
     p = put_uint(p, sample->cpu);
     p = put(p, ",\"time\":");
@@ -322,7 +326,11 @@ void format_sample(const analysis::Session& session, const analysis::OrderedSamp
                     th.cpu == sample->cpu && time >= th.comm_from && time < th.comm_to;
   std::string_view comm;
   symbols::Symbolizer::Holds comm_holds;
-  if (!kept) comm = sym.comm(sample->pid, sample->tid, time, comm_holds);
+  std::string unnamed;  // ":tid", as perf names a thread no COMM named
+  if (!kept) {
+    comm = sym.comm(sample->pid, sample->tid, time, comm_holds);
+    if (comm.empty()) comm = unnamed = ":" + std::to_string(signed_id(sample->tid));
+  }
   const bool ascii = kept || is_ascii(comm);
   if (!ascii) out.append(fmt::format("{:>16}", comm));
   // The leaf: kernel code (BPF programs among it) from the tail kept for its
@@ -367,9 +375,9 @@ void format_sample(const analysis::Session& session, const analysis::OrderedSamp
       p = put(p, comm);
     }
     p = put(p, " ");
-    p = put_uint(p, sample->pid, 7);
+    p = put_int(p, signed_id(sample->pid), 7);
     p = put(p, "/");
-    p = put_uint(p, sample->tid, 7, ' ', true);
+    p = put_int(p, signed_id(sample->tid), 7, true);
     p = put(p, " [");
     p = put_uint(p, sample->cpu, 3, '0');
     p = put(p, "] ");

@@ -139,6 +139,19 @@ template <size_t N>
   return p;
 }
 
+// `v` in decimal with its sign, padded with spaces like put_uint.
+[[gnu::always_inline]] inline char* put_int(char* p, int64_t v, unsigned width = 0,
+                                            bool left = false) {
+  if (v >= 0) return put_uint(p, static_cast<uint64_t>(v), width, ' ', left);
+  const uint64_t m = uint64_t{0} - static_cast<uint64_t>(v);
+  const unsigned n = decimal_digits(m) + 1;
+  if (!left && n < width) p = put_pad(p, width - n, ' ');
+  *p++ = '-';
+  p = put_digits(p, m, n - 1);
+  if (left && n < width) p = put_pad(p, width - n, ' ');
+  return p;
+}
+
 // The 8 nibbles of `x` as 8 hex digits, most significant first in memory
 // order: nibbles spread one per byte, turned to ASCII a word at a time.
 inline uint64_t hex_digits8(uint32_t x) {

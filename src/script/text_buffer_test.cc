@@ -92,6 +92,21 @@ TEST(TextBufferTest, DecimalLikePrintfAtEveryWidth) {
   }
 }
 
+TEST(TextBufferTest, SignedDecimalLikePrintfAtEveryWidth) {
+  for (const int64_t v : {int64_t{0}, int64_t{1}, int64_t{-1}, int64_t{-9}, int64_t{-10},
+                          int64_t{-2147483648}, int64_t{2147483647}, INT64_MIN, INT64_MAX}) {
+    SCOPED_TRACE(v);
+    const auto l = static_cast<long long>(v);
+    for (unsigned width = 0; width <= kPad; width++) {
+      const int w = static_cast<int>(width);
+      EXPECT_EQ(written([&](char* p) { return put_int(p, v, width); }),
+                printf_string("%*lld", w, l));
+      EXPECT_EQ(written([&](char* p) { return put_int(p, v, width, true); }),
+                printf_string("%-*lld", w, l));
+    }
+  }
+}
+
 TEST(TextBufferTest, HexLikePrintfAtEveryWidth) {
   for (uint64_t v : edge_values()) {
     SCOPED_TRACE(v);

@@ -231,6 +231,10 @@ TEST(ScriptLines, NumbersOfEveryWidthAndNamesOfAnyScriptMatchTheFormat) {
     }
     lines.push_back({7, 1, 0xffffffff80000000 + digits, time += 777, true});  // no symbol
   }
+  // A task sampled past its pid's release (the kernel says -1) and one no
+  // COMM named: printed as perf prints them, "-1" and ":tid".
+  lines.push_back({0xffffffff, 0, 0x401000, time += 777, false});
+  lines.push_back({9, 0, 0x401000, time += 777, false});
   const std::map<uint32_t, std::string> comms = {{7, "ascii-name"}, {8, "caf\xc3\xa9-\xc3\xbc"}};
   {
     auto w = perfdata::FileWriter::create(path, testing::two_attrs(kSampleType));
@@ -264,8 +268,10 @@ TEST(ScriptLines, NumbersOfEveryWidthAndNamesOfAnyScriptMatchTheFormat) {
   ASSERT_TRUE(s.ok()) << s.error().to_string();
   std::string want;
   for (const Line& l : lines) {
-    want += fmt::format("{:>16} {:>7}/{:<7} [{:03}] {}.{:06}: {:16x} ", comms.at(l.pid), l.pid,
-                        l.pid, l.cpu, l.time / 1000000000, l.time % 1000000000 / 1000, l.ip);
+    const auto id = static_cast<int32_t>(l.pid);
+    const std::string comm = comms.contains(l.pid) ? comms.at(l.pid) : fmt::format(":{}", id);
+    want += fmt::format("{:>16} {:>7}/{:<7} [{:03}] {}.{:06}: {:16x} ", comm, id, id, l.cpu,
+                        l.time / 1000000000, l.time % 1000000000 / 1000, l.ip);
     if (l.kernel && l.ip >= kProg && l.ip < kProg + 0xfffffff0) {
       want += fmt::format("wide_prog+0x{:x} ([bpf])\n", l.ip - kProg);
     } else {
