@@ -46,6 +46,15 @@ struct {
 	__type(value, struct pending_cmd);
 } pending SEC(".maps");
 
+/*
+ * Entries in `pending`: incremented when capture_enter adds one, decremented
+ * when capture_exit removes one. While it is 0 (no thread is inside a
+ * captured command, the usual case) capture_exit returns at once, without a
+ * lookup. An entry the LRU evicts leaves it above 0, which only costs every
+ * exit that lookup again; it never hides a pending command.
+ */
+__u64 pending_count = 0;
+
 /* Programs whose BPF_PROG_TEST_RUN this recording has sent. */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
