@@ -13,10 +13,20 @@
 //                 unloads it
 // The commands are timed in `slices` interleaved passes (each a slice of every
 // command's calls), so a burst of load on the machine spreads over all five.
+// Naming one command times it alone (for a per-command breakdown of the
+// capture programs' run time with kernel.bpf_stats_enabled).
 //
-//   bpfprof-bpf-call-cost [calls] [loads] [slices]
+// With BPFPROF_COST_FLOOR="<sys_enter_bpf id> <sys_exit_bpf id>" (the
+// tracepoints' ids in tracefs), it first attaches a program that returns at
+// once ("r0 = 0; exit") to each of the two tracepoints, as the capture
+// attaches its own: what is left to pay then is the kernel's path to run a
+// program on a syscall tracepoint, which no capture program can avoid.
+//
+//   bpfprof-bpf-call-cost [calls] [loads] [slices] [command]
 // prints "<command>_ns <mean>" per command, each over its timed calls.
 #include <linux/bpf.h>
+#include <linux/perf_event.h>
+#include <sys/ioctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -39,14 +49,14 @@ int sys_bpf(int cmd, bpf_attr& attr) {
   std::exit(1);
 }
 
-int load_trivial() {
+int load_trivial(bpf_prog_type type = BPF_PROG_TYPE_SOCKET_FILTER) {
   static const bpf_insn prog[2] = {
       {BPF_ALU64 | BPF_MOV | BPF_K, 0, 0, 0, 0},  // r0 = 0
       {BPF_JMP | BPF_EXIT, 0, 0, 0, 0},
   };
   bpf_attr attr;
   std::memset(&attr, 0, sizeof attr);
-  attr.prog_type = BPF_PROG_TYPE_SOCKET_FILTER;
+  attr.prog_type = type;
   attr.insns = reinterpret_cast<uint64_t>(prog);
   attr.insn_cnt = 2;
   attr.license = reinterpret_cast<uint64_t>("GPL");
@@ -106,6 +116,22 @@ bool load_and_close() {
   return true;
 }
 
+// A program that returns at once on tracepoint `id` (every task, run on any
+// CPU; the event itself records nothing). Both fds stay open until exit.
+void attach_floor(uint64_t id) {
+  perf_event_attr attr;
+  std::memset(&attr, 0, sizeof attr);
+  attr.type = PERF_TYPE_TRACEPOINT;
+  attr.size = sizeof attr;
+  attr.config = id;
+  attr.sample_period = 1;
+  const int event = static_cast<int>(::syscall(SYS_perf_event_open, &attr, -1, 0, -1, 0));
+  if (event < 0) fail("perf_event_open of a tracepoint");
+  const int prog = load_trivial(BPF_PROG_TYPE_TRACEPOINT);
+  if (prog < 0) fail("BPF_PROG_LOAD of a tracepoint program");
+  if (::ioctl(event, PERF_EVENT_IOC_SET_BPF, prog) != 0) fail("PERF_EVENT_IOC_SET_BPF");
+}
+
 double now_ns() {
   return static_cast<double>(std::chrono::duration_cast<std::chrono::nanoseconds>(
                                  std::chrono::steady_clock::now().time_since_epoch())
@@ -118,9 +144,19 @@ int main(int argc, char** argv) {
   const long calls = argc > 1 ? std::atol(argv[1]) : 100000;
   const long loads = argc > 2 ? std::atol(argv[2]) : 2000;
   const long slices = argc > 3 ? std::atol(argv[3]) : 10;
+  const char* only = argc > 4 ? argv[4] : nullptr;
   if (calls <= 0 || loads <= 0 || slices <= 0 || calls < slices || loads < slices) {
     std::fprintf(stderr, "usage: bpfprof-bpf-call-cost [calls > 0] [loads > 0] [slices <= both]\n");
     return 2;
+  }
+  if (const char* floor = std::getenv("BPFPROF_COST_FLOOR")) {
+    unsigned long long enter = 0, exit = 0;
+    if (std::sscanf(floor, "%llu %llu", &enter, &exit) != 2) {
+      std::fprintf(stderr, "bpfprof-bpf-call-cost: BPFPROF_COST_FLOOR: two tracepoint ids\n");
+      return 2;
+    }
+    attach_floor(enter);
+    attach_floor(exit);
   }
   const int map = create_array();
   if (map < 0) fail("BPF_MAP_CREATE");
@@ -145,6 +181,7 @@ int main(int argc, char** argv) {
   }};
   for (long s = 0; s < slices; s++) {
     for (Command& c : commands) {
+      if (only && std::strcmp(only, c.name) != 0) continue;
       const long n = c.calls / slices;
       const double t0 = now_ns();
       for (long i = 0; i < n; i++) {
@@ -154,6 +191,7 @@ int main(int argc, char** argv) {
     }
   }
   for (const Command& c : commands) {
+    if (only && std::strcmp(only, c.name) != 0) continue;
     std::printf("%s_ns %.0f\n", c.name,
                 c.ns / static_cast<double>(c.calls / slices * slices));
   }

@@ -15,10 +15,13 @@
 #
 #   bench/syscall_cost.sh [rounds] [loops] [calls] [loads]
 #
-# BPFPROF_COST_CONFIGS lists the configurations (default "none perf bpfprof
-# bpfprof-user"); with BPFPROF_BEFORE naming another bpfprof binary, the
-# configuration "before" records with it (`bpfprof record -a`), so two
-# versions of the capture are compared in the same rounds.
+# BPFPROF_COST_CONFIGS lists the configurations (default "none perf floor
+# bpfprof bpfprof-user"). "floor" attaches a program that returns at once to
+# each of the two tracepoints the capture uses (bpfprof-bpf-call-cost does,
+# with BPFPROF_COST_FLOOR): the price of the kernel's path alone. With
+# BPFPROF_BEFORE naming another bpfprof binary, the configuration "before"
+# records with it (`bpfprof record -a`), so two versions of the capture are
+# compared in the same rounds.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${1:-5}
@@ -27,15 +30,28 @@ calls=${3:-100000}
 loads=${4:-2000}
 build=${BPFPROF_BUILD_DIR:-build}
 bin="$build/bin"
-configs=${BPFPROF_COST_CONFIGS:-none perf bpfprof bpfprof-user}
+configs=${BPFPROF_COST_CONFIGS:-none perf floor bpfprof bpfprof-user}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 commands="map_lookup map_update test_run get_info load"
 
+# The two tracepoints' ids, read from tracefs mounted in a private mount
+# namespace (the host's mount table is left as it was).
+tracepoint_ids() {
+  unshare -m sh -c 'mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null || true
+    d=/sys/kernel/tracing/events/syscalls
+    echo "$(cat $d/sys_enter_bpf/id) $(cat $d/sys_exit_bpf/id)"'
+}
+case " $configs " in *" floor "*) floor_ids=$(tracepoint_ids) ;; esac
+
 bench() {  # name: appends one figure per measure to its file
   perf bench syscall basic -l "$loops" 2>/dev/null |
     awk '/usecs\/op/ {printf "%.0f\n", $1 * 1000}' >>"$work/$1.getppid"
-  "$bin/bpfprof-bpf-call-cost" "$calls" "$loads" >"$work/$1.bpf"
+  if [ "$1" = floor ]; then
+    BPFPROF_COST_FLOOR=$floor_ids "$bin/bpfprof-bpf-call-cost" "$calls" "$loads" >"$work/$1.bpf"
+  else
+    "$bin/bpfprof-bpf-call-cost" "$calls" "$loads" >"$work/$1.bpf"
+  fi
   for c in $commands; do
     awk -v k="${c}_ns" '$1 == k {print $2}' "$work/$1.bpf" >>"$work/$1.$c"
   done
@@ -64,6 +80,7 @@ for ((i = 0; i < rounds; i++)); do
   for name in $configs; do
     case $name in
       none) bench none ;;
+      floor) bench floor ;;
       perf) under perf perf record -a -F 999 -q -o "$work/perf.data" ;;
       bpfprof) under bpfprof "$bin/bpfprof" record -a -F 999 -q -o "$work/bpfprof.data" ;;
       bpfprof-user)
@@ -78,6 +95,7 @@ median() { sort -n "$1" | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'; }
 label() {
   case $1 in
     none) echo "no recording" ;;
+    floor) echo "two programs returning at once" ;;
     perf) echo "perf record -a -F 999" ;;
     bpfprof) echo "bpfprof record -a (in-kernel)" ;;
     bpfprof-user) echo "bpfprof record -a --enrich user" ;;
