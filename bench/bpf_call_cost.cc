@@ -20,7 +20,9 @@
 // tracepoints' ids in tracefs), it first attaches a program that returns at
 // once ("r0 = 0; exit") to each of the two tracepoints, as the capture
 // attaches its own: what is left to pay then is the kernel's path to run a
-// program on a syscall tracepoint, which no capture program can avoid.
+// program on a syscall tracepoint, which no capture program can avoid. It
+// then also prints "floor_enter_runs <run_cnt> <run_time_ns>" and the same
+// for floor_exit (non-zero with kernel.bpf_stats_enabled).
 //
 //   bpfprof-bpf-call-cost [calls] [loads] [slices] [command]
 // prints "<command>_ns <mean>" per command, each over its timed calls.
@@ -49,7 +51,8 @@ int sys_bpf(int cmd, bpf_attr& attr) {
   std::exit(1);
 }
 
-int load_trivial(bpf_prog_type type = BPF_PROG_TYPE_SOCKET_FILTER) {
+int load_trivial(bpf_prog_type type = BPF_PROG_TYPE_SOCKET_FILTER,
+                 const char* name = "bpfprof_cost") {
   static const bpf_insn prog[2] = {
       {BPF_ALU64 | BPF_MOV | BPF_K, 0, 0, 0, 0},  // r0 = 0
       {BPF_JMP | BPF_EXIT, 0, 0, 0, 0},
@@ -60,7 +63,7 @@ int load_trivial(bpf_prog_type type = BPF_PROG_TYPE_SOCKET_FILTER) {
   attr.insns = reinterpret_cast<uint64_t>(prog);
   attr.insn_cnt = 2;
   attr.license = reinterpret_cast<uint64_t>("GPL");
-  std::strncpy(attr.prog_name, "bpfprof_cost", sizeof attr.prog_name - 1);
+  std::strncpy(attr.prog_name, name, sizeof attr.prog_name - 1);
   return sys_bpf(BPF_PROG_LOAD, attr);
 }
 
@@ -117,8 +120,9 @@ bool load_and_close() {
 }
 
 // A program that returns at once on tracepoint `id` (every task, run on any
-// CPU; the event itself records nothing). Both fds stay open until exit.
-void attach_floor(uint64_t id) {
+// CPU; the event itself records nothing). Both fds stay open until exit;
+// the program's fd is returned.
+int attach_floor(uint64_t id, const char* name) {
   perf_event_attr attr;
   std::memset(&attr, 0, sizeof attr);
   attr.type = PERF_TYPE_TRACEPOINT;
@@ -127,9 +131,24 @@ void attach_floor(uint64_t id) {
   attr.sample_period = 1;
   const int event = static_cast<int>(::syscall(SYS_perf_event_open, &attr, -1, 0, -1, 0));
   if (event < 0) fail("perf_event_open of a tracepoint");
-  const int prog = load_trivial(BPF_PROG_TYPE_TRACEPOINT);
+  const int prog = load_trivial(BPF_PROG_TYPE_TRACEPOINT, name);
   if (prog < 0) fail("BPF_PROG_LOAD of a tracepoint program");
   if (::ioctl(event, PERF_EVENT_IOC_SET_BPF, prog) != 0) fail("PERF_EVENT_IOC_SET_BPF");
+  return prog;
+}
+
+// The kernel's run statistics of program `fd` (kernel.bpf_stats_enabled).
+void print_run_stats(int fd, const char* name) {
+  bpf_prog_info info;
+  std::memset(&info, 0, sizeof info);
+  bpf_attr attr;
+  std::memset(&attr, 0, sizeof attr);
+  attr.info.bpf_fd = static_cast<uint32_t>(fd);
+  attr.info.info_len = sizeof info;
+  attr.info.info = reinterpret_cast<uint64_t>(&info);
+  if (sys_bpf(BPF_OBJ_GET_INFO_BY_FD, attr) != 0) fail("BPF_OBJ_GET_INFO_BY_FD");
+  std::printf("%s_runs %llu %llu\n", name, static_cast<unsigned long long>(info.run_cnt),
+              static_cast<unsigned long long>(info.run_time_ns));
 }
 
 double now_ns() {
@@ -149,14 +168,15 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: bpfprof-bpf-call-cost [calls > 0] [loads > 0] [slices <= both]\n");
     return 2;
   }
+  int floor_enter = -1, floor_exit = -1;
   if (const char* floor = std::getenv("BPFPROF_COST_FLOOR")) {
     unsigned long long enter = 0, exit = 0;
     if (std::sscanf(floor, "%llu %llu", &enter, &exit) != 2) {
       std::fprintf(stderr, "bpfprof-bpf-call-cost: BPFPROF_COST_FLOOR: two tracepoint ids\n");
       return 2;
     }
-    attach_floor(enter);
-    attach_floor(exit);
+    floor_enter = attach_floor(enter, "floor_enter");
+    floor_exit = attach_floor(exit, "floor_exit");
   }
   const int map = create_array();
   if (map < 0) fail("BPF_MAP_CREATE");
@@ -194,6 +214,10 @@ int main(int argc, char** argv) {
     if (only && std::strcmp(only, c.name) != 0) continue;
     std::printf("%s_ns %.0f\n", c.name,
                 c.ns / static_cast<double>(c.calls / slices * slices));
+  }
+  if (floor_enter >= 0) {
+    print_run_stats(floor_enter, "floor_enter");
+    print_run_stats(floor_exit, "floor_exit");
   }
   return 0;
 }

@@ -76,8 +76,13 @@ under() {  # name, recorder command...
   fi
 }
 
+reversed=$(echo "$configs" | tr ' ' '\n' | tac | tr '\n' ' ')
 for ((i = 0; i < rounds; i++)); do
-  for name in $configs; do
+  # Odd rounds run the configurations in reverse, so none always follows
+  # (or precedes) the same one.
+  order=$configs
+  [ $((i % 2)) -eq 1 ] && order=$reversed
+  for name in $order; do
     case $name in
       none) bench none ;;
       floor) bench floor ;;
