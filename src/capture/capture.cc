@@ -152,7 +152,9 @@ Result<std::unique_ptr<Capture>> Capture::start(const CaptureConfig& config) {
     const char* prog;
     uint64_t id;
   };
-  for (const Attach& a : {Attach{"capture_enter", ids.enter_bpf}, Attach{"capture_exit", ids.exit_bpf}}) {
+  // The exit first: an entry the entry program notes always has its exit
+  // seen, so its count of pending commands comes back to 0.
+  for (const Attach& a : {Attach{"capture_exit", ids.exit_bpf}, Attach{"capture_enter", ids.enter_bpf}}) {
     bpf_program* prog = bpf_object__find_program_by_name(s.object, a.prog);
     if (!prog) return make_error(Errc::kInternal, std::string("capture object without ") + a.prog);
     perf_event_attr attr{};

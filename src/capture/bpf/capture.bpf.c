@@ -63,8 +63,8 @@ int capture_enter(struct sys_enter_ctx *ctx)
 	    p.cmd != CMD_PROG_ATTACH)
 		return 0;
 	key = bpf_get_current_pid_tgid();
-	/* Counted only when new: an entry left by an exit not seen (the exit
-	 * program attached after this call's entry) is overwritten. */
+	/* Counted only when new: an entry whose exit was not seen (none is
+	 * expected: the exit program is attached first) is overwritten. */
 	if (!bpf_map_update_elem(&pending, &key, &p, BPF_NOEXIST))
 		__sync_fetch_and_add(&pending_count, 1);
 	else
