@@ -212,8 +212,7 @@ int main(int argc, char** argv) {
   }
   for (const Command& c : commands) {
     if (only && std::strcmp(only, c.name) != 0) continue;
-    std::printf("%s_ns %.0f\n", c.name,
-                c.ns / static_cast<double>(c.calls / slices * slices));
+    std::printf("%s_ns %.0f\n", c.name, c.ns / static_cast<double>(c.calls / slices * slices));
   }
   if (floor_enter >= 0) {
     print_run_stats(floor_enter, "floor_enter");
