@@ -1,34 +1,60 @@
 #!/usr/bin/env bash
 # What a recording costs every other process's system calls (run by hand,
 # as root; not a test): ns per getppid() of `perf bench syscall basic`, and
-# ns per BPF_PROG_TEST_RUN (repeat 1, a trivial program) and per
-# BPF_PROG_LOAD + close of it (bin/bpfprof-bpf-call-cost, one process timing
-# many calls), without recording, under `perf record -a`, and under
-# `bpfprof record -a` with each enrichment path. The in-kernel capture
-# attaches to the bpf syscall's tracepoints; an attached syscall tracepoint
-# sends every task through the kernel's syscall tracing path, so every
-# syscall pays a little, and bpf() calls also run the capture's programs.
+# ns per call of five bpf() commands (bin/bpfprof-bpf-call-cost, one
+# process timing many calls: BPF_MAP_LOOKUP_ELEM, BPF_MAP_UPDATE_ELEM,
+# BPF_PROG_TEST_RUN, BPF_OBJ_GET_INFO_BY_FD, BPF_PROG_LOAD + close), without
+# recording, under `perf record -a`, and under `bpfprof record -a` with each
+# enrichment path. The in-kernel capture attaches to the bpf syscall's
+# tracepoints; an attached syscall tracepoint sends every task through the
+# kernel's syscall tracing path, so every syscall pays a little, and bpf()
+# calls also run the capture's programs.
 # Rounds alternate the configurations so drift on a shared machine spreads
-# over all of them; the median per configuration is printed.
+# over all of them; the median per configuration is printed, and its
+# difference to the median without recording.
 #
-#   bench/syscall_cost.sh [rounds] [loops] [test runs] [loads]
+#   bench/syscall_cost.sh [rounds] [loops] [calls] [loads]
+#
+# BPFPROF_COST_CONFIGS lists the configurations (default "none perf floor
+# bpfprof bpfprof-user"). "floor" attaches a program that returns at once to
+# each of the two tracepoints the capture uses (bpfprof-bpf-call-cost does,
+# with BPFPROF_COST_FLOOR): the price of the kernel's path alone. With
+# BPFPROF_BEFORE naming another bpfprof binary, the configuration "before"
+# records with it (`bpfprof record -a`), so two versions of the capture are
+# compared in the same rounds.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${1:-5}
-loops=${2:-2000000}
-runs=${3:-200000}
+loops=${2:-500000}
+calls=${3:-100000}
 loads=${4:-2000}
 build=${BPFPROF_BUILD_DIR:-build}
 bin="$build/bin"
+configs=${BPFPROF_COST_CONFIGS:-none perf floor bpfprof bpfprof-user}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+commands="map_lookup map_update test_run get_info load"
 
-bench() {  # name: appends one figure to each of its three files
+# The two tracepoints' ids, read from tracefs mounted in a private mount
+# namespace (the host's mount table is left as it was).
+tracepoint_ids() {
+  unshare -m sh -c 'mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null || true
+    d=/sys/kernel/tracing/events/syscalls
+    echo "$(cat $d/sys_enter_bpf/id) $(cat $d/sys_exit_bpf/id)"'
+}
+case " $configs " in *" floor "*) floor_ids=$(tracepoint_ids) ;; esac
+
+bench() {  # name: appends one figure per measure to its file
   perf bench syscall basic -l "$loops" 2>/dev/null |
-    awk '/usecs\/op/ {printf "%.0f\n", $1 * 1000}' >>"$work/$1.ns"
-  "$bin/bpfprof-bpf-call-cost" "$runs" "$loads" >"$work/$1.bpf"
-  awk '/^test_run_ns/ {print $2}' "$work/$1.bpf" >>"$work/$1.run"
-  awk '/^load_ns/ {print $2}' "$work/$1.bpf" >>"$work/$1.load"
+    awk '/usecs\/op/ {printf "%.0f\n", $1 * 1000}' >>"$work/$1.getppid"
+  if [ "$1" = floor ]; then
+    BPFPROF_COST_FLOOR=$floor_ids "$bin/bpfprof-bpf-call-cost" "$calls" "$loads" >"$work/$1.bpf"
+  else
+    "$bin/bpfprof-bpf-call-cost" "$calls" "$loads" >"$work/$1.bpf"
+  fi
+  for c in $commands; do
+    awk -v k="${c}_ns" '$1 == k {print $2}' "$work/$1.bpf" >>"$work/$1.$c"
+  done
 }
 
 # Runs the benchmarks while `cmd` records; waits until the recorder is ready.
@@ -50,29 +76,44 @@ under() {  # name, recorder command...
   fi
 }
 
+reversed=$(echo "$configs" | tr ' ' '\n' | tac | tr '\n' ' ')
 for ((i = 0; i < rounds; i++)); do
-  bench none
-  under perf perf record -a -F 999 -q -o "$work/perf.data"
-  under bpfprof "$bin/bpfprof" record -a -F 999 -q -o "$work/bpfprof.data"
-  under bpfprof-user "$bin/bpfprof" record -a -F 999 -q --enrich user -o "$work/user.data"
+  # Odd rounds run the configurations in reverse, so none always follows
+  # (or precedes) the same one.
+  order=$configs
+  [ $((i % 2)) -eq 1 ] && order=$reversed
+  for name in $order; do
+    case $name in
+      none) bench none ;;
+      floor) bench floor ;;
+      perf) under perf perf record -a -F 999 -q -o "$work/perf.data" ;;
+      bpfprof) under bpfprof "$bin/bpfprof" record -a -F 999 -q -o "$work/bpfprof.data" ;;
+      bpfprof-user)
+        under bpfprof-user "$bin/bpfprof" record -a -F 999 -q --enrich user -o "$work/user.data" ;;
+      before) under before "$BPFPROF_BEFORE" record -a -F 999 -q -o "$work/before.data" ;;
+      *) echo "unknown configuration $name" >&2; exit 2 ;;
+    esac
+  done
 done
 
 median() { sort -n "$1" | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'; }
-printf '%d rounds: getppid x %d, BPF_PROG_TEST_RUN x %d, BPF_PROG_LOAD x %d; medians, ns/call\n' \
-  "$rounds" "$loops" "$runs" "$loads"
-printf '%-34s %8s %6s %8s %6s %8s %6s\n' recording getppid vs.0 test_run vs.0 load vs.0
-for name in none perf bpfprof bpfprof-user; do
-  line=""
-  for what in ns run load; do
-    m=$(median "$work/$name.$what")
-    base=$(median "$work/none.$what")
-    line+=$(printf ' %8d %+6d' "$m" "$((m - base))")
-  done
-  case $name in
-    none) label="no recording" ;;
-    perf) label="perf record -a -F 999" ;;
-    bpfprof) label="bpfprof record -a (in-kernel)" ;;
-    bpfprof-user) label="bpfprof record -a --enrich user" ;;
+label() {
+  case $1 in
+    none) echo "no recording" ;;
+    floor) echo "two programs returning at once" ;;
+    perf) echo "perf record -a -F 999" ;;
+    bpfprof) echo "bpfprof record -a (in-kernel)" ;;
+    bpfprof-user) echo "bpfprof record -a --enrich user" ;;
+    before) echo "bpfprof record -a, $BPFPROF_BEFORE" ;;
   esac
-  printf '%-34s%s\n' "$label" "$line"
+}
+printf '%d rounds, load %s: getppid x %d, bpf() commands x %d, BPF_PROG_LOAD x %d; medians, ns/call\n' \
+  "$rounds" "$(cut -d' ' -f1-3 /proc/loadavg)" "$loops" "$calls" "$loads"
+for what in getppid $commands; do
+  printf '\n%-40s %8s %7s\n' "$what" ns/call vs.none
+  base=$(median "$work/none.$what")
+  for name in $configs; do
+    m=$(median "$work/$name.$what")
+    printf '%-40s %8d %+7d\n' "$(label "$name")" "$m" "$((m - base))"
+  done
 done

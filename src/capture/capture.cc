@@ -70,6 +70,7 @@ struct Capture::State {
   std::vector<bpf_link*> links;
   ring_buffer* ring = nullptr;
   int counters_fd = -1;
+  int bss_fd = -1;  // .bss: pending_count
 
   ~State() {
     for (bpf_link* l : links) bpf_link__destroy(l);
@@ -145,12 +146,15 @@ Result<std::unique_ptr<Capture>> Capture::start(const CaptureConfig& config) {
     return failed("loading the capture programs", -rc);
   }
   s.counters_fd = bpf_map__fd(counters);
+  if (bpf_map* bss = bpf_object__find_map_by_name(s.object, ".bss")) s.bss_fd = bpf_map__fd(bss);
 
   struct Attach {
     const char* prog;
     uint64_t id;
   };
-  for (const Attach& a : {Attach{"capture_enter", ids.enter_bpf}, Attach{"capture_exit", ids.exit_bpf}}) {
+  // The exit first: an entry the entry program notes always has its exit
+  // seen, so its count of pending commands comes back to 0.
+  for (const Attach& a : {Attach{"capture_exit", ids.exit_bpf}, Attach{"capture_enter", ids.enter_bpf}}) {
     bpf_program* prog = bpf_object__find_program_by_name(s.object, a.prog);
     if (!prog) return make_error(Errc::kInternal, std::string("capture object without ") + a.prog);
     perf_event_attr attr{};
@@ -207,6 +211,7 @@ CaptureCounters Capture::counters() const {
     sum.links += v.links;
     sum.links_missed += v.links_missed;
   }
+  if (state_->bss_fd >= 0) (void)bpf_map_lookup_elem(state_->bss_fd, &zero, &sum.pending);
   return sum;
 }
 
@@ -223,6 +228,7 @@ void Capture::stop() {
   bpf_object__close(s.object);
   s.object = nullptr;
   s.counters_fd = -1;
+  s.bss_fd = -1;
 }
 
 }  // namespace bpfprof::capture

@@ -36,6 +36,10 @@ struct CaptureCounters {
   uint64_t read_errors = 0;   // kernel reads that failed
   uint64_t links = 0;         // links and attachments sent
   uint64_t links_missed = 0;  // links and attachments the ring could not take
+  // Threads the entry program saw enter a captured command whose exit it
+  // has not yet seen: 0 whenever no such call is under way, which is when
+  // the exit program returns without a lookup.
+  uint64_t pending = 0;
 };
 
 class Capture {

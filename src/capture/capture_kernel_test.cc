@@ -258,6 +258,83 @@ TEST(CaptureKernelTest, LinksAttachmentsAndTestRunsAreCaptured) {
   EXPECT_EQ(capture->bad_records(), 0u);
 }
 
+// Waits until no thread on the host is inside a captured command (other
+// processes may load programs while the test runs); false after 10 s, which
+// means a count that never came back to 0.
+bool pending_drains(Capture& capture) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (capture.counters().pending != 0) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return true;
+}
+
+// The exit program returns without a lookup while the entry program has no
+// captured command pending: the count of pending commands comes back to 0
+// after loads that succeed and loads that fail, commands that are not
+// captured never raise it, and a load right after many of them, or two
+// threads loading at once, are still captured.
+TEST(CaptureKernelTest, ExitGateCountsOnlyCapturedCommands) {
+  std::string why;
+  auto capture = start_or_skip(CaptureConfig{}, why);
+  if (!capture) BPFPROF_KERNEL_SKIP("capture cannot run: " + why);
+  ASSERT_TRUE(pending_drains(*capture));
+
+  // Commands not captured, many of them: a map's lookups and updates, and
+  // a program's info by fd.
+  UniqueFd map(bpf_map_create(BPF_MAP_TYPE_ARRAY, "bpfprof_gate", 4, 8, 1, nullptr));
+  ASSERT_TRUE(map.valid());
+  UniqueFd prog = load_trivial(BPF_PROG_TYPE_SOCKET_FILTER, "bpfprof_gate");
+  ASSERT_TRUE(prog.valid());
+  uint32_t key = 0;
+  uint64_t value = 0;
+  for (int i = 0; i < 1000; i++) {
+    ASSERT_EQ(bpf_map_update_elem(map.get(), &key, &value, BPF_ANY), 0);
+    ASSERT_EQ(bpf_map_lookup_elem(map.get(), &key, &value), 0);
+    bpf_prog_info info{};
+    uint32_t len = sizeof info;
+    ASSERT_EQ(bpf_obj_get_info_by_fd(prog.get(), &info, &len), 0);
+  }
+  EXPECT_TRUE(pending_drains(*capture));
+  // A load right after them is captured.
+  const uint32_t after = load_and_close_at_once();
+  ASSERT_NE(after, 0u);
+  // A load the verifier refuses (no exit) leaves nothing pending.
+  bpf_insn bad[1] = {};
+  bad[0].code = BPF_ALU64 | BPF_MOV | BPF_K;
+  EXPECT_LT(bpf_prog_load(BPF_PROG_TYPE_SOCKET_FILTER, "bpfprof_bad", "GPL", bad, 1, nullptr), 0);
+  EXPECT_TRUE(pending_drains(*capture));
+
+  // Two threads loading at once: every load captured, nothing left pending.
+  constexpr int kLoads = 200;
+  std::vector<uint32_t> ids[2];
+  std::thread threads[2];
+  for (int t = 0; t < 2; t++) {
+    threads[t] = std::thread([&ids, t] {
+      for (int i = 0; i < kLoads; i++) ids[t].push_back(load_and_close_at_once());
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  EXPECT_TRUE(pending_drains(*capture));
+
+  ASSERT_TRUE(capture->consume().ok());
+  EXPECT_TRUE(capture->captured(prog_id(prog.get())));
+  EXPECT_TRUE(capture->captured(after));
+  for (const std::vector<uint32_t>& v : ids) {
+    ASSERT_EQ(v.size(), static_cast<size_t>(kLoads));
+    for (uint32_t id : v) {
+      ASSERT_NE(id, 0u);
+      EXPECT_TRUE(capture->captured(id)) << "program " << id;
+    }
+  }
+  capture->stop();
+  const CaptureCounters n = capture->counters();
+  EXPECT_EQ(n.incomplete, 0u);
+  EXPECT_EQ(n.lost_records, 0u);
+  EXPECT_EQ(capture->bad_records(), 0u);
+}
+
 // A ring of one page cannot hold a program with BTF: the capture says it is
 // incomplete (and counts it) instead of storing a cut one.
 TEST(CaptureKernelTest, TinyRingReportsIncompleteNeverCut) {

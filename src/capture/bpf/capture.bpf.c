@@ -63,21 +63,31 @@ int capture_enter(struct sys_enter_ctx *ctx)
 	    p.cmd != CMD_PROG_ATTACH)
 		return 0;
 	key = bpf_get_current_pid_tgid();
-	bpf_map_update_elem(&pending, &key, &p, BPF_ANY);
+	/* Counted only when new: an entry whose exit was not seen (none is
+	 * expected: the exit program is attached first) is overwritten. */
+	if (!bpf_map_update_elem(&pending, &key, &p, BPF_NOEXIST))
+		__sync_fetch_and_add(&pending_count, 1);
+	else
+		bpf_map_update_elem(&pending, &key, &p, BPF_ANY);
 	return 0;
 }
 
 SEC("tracepoint/syscalls/sys_exit_bpf")
 int capture_exit(struct sys_exit_ctx *ctx)
 {
-	__u64 key = bpf_get_current_pid_tgid();
-	struct pending_cmd *w = bpf_map_lookup_elem(&pending, &key);
-	struct pending_cmd p;
+	struct pending_cmd *w, p;
+	__u64 key;
 
+	/* Nothing pending on any thread: this call's command is not captured. */
+	if (!*(volatile __u64 *)&pending_count)
+		return 0;
+	key = bpf_get_current_pid_tgid();
+	w = bpf_map_lookup_elem(&pending, &key);
 	if (!w)
 		return 0;
 	p = *w;
-	bpf_map_delete_elem(&pending, &key);
+	if (!bpf_map_delete_elem(&pending, &key))
+		__sync_fetch_and_add(&pending_count, -1);
 	if (ctx->ret < 0)
 		return 0;
 	switch (p.cmd) {

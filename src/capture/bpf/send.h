@@ -46,6 +46,15 @@ struct {
 	__type(value, struct pending_cmd);
 } pending SEC(".maps");
 
+/*
+ * Entries in `pending`: incremented when capture_enter adds one, decremented
+ * when capture_exit removes one. While it is 0 (no thread is inside a
+ * captured command, the usual case) capture_exit returns at once, without a
+ * lookup. An entry the LRU evicts leaves it above 0, which only costs every
+ * exit that lookup again; it never hides a pending command.
+ */
+__u64 pending_count = 0;
+
 /* Programs whose BPF_PROG_TEST_RUN this recording has sent. */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
@@ -160,16 +169,21 @@ static __always_inline int send_array(const void *src, __u32 total, __u32 array,
 }
 
 
+/*
+ * The file behind `fd` in the current thread's table. From the task's BTF
+ * pointer the table is reached by loads the verifier checks (a fault reads
+ * 0) instead of a helper call each: BPF_PROG_TEST_RUN pays this walk on
+ * every call. The slot itself, an index into an array of pointers, is read
+ * by the helper.
+ */
 static __always_inline struct file *fd_file(__s64 fd)
 {
-	struct fdtable *fdt = BPF_CORE_READ((struct task_struct *)bpf_get_current_task(), files, fdt);
-	struct file **fds;
+	struct fdtable *fdt = bpf_get_current_task_btf()->files->fdt;
 	struct file *file = 0;
 
-	if (!fdt || fd < 0 || fd >= BPF_CORE_READ(fdt, max_fds))
+	if (!fdt || fd < 0 || fd >= fdt->max_fds)
 		return 0;
-	fds = BPF_CORE_READ(fdt, fd);
-	if (bpf_probe_read_kernel(&file, sizeof(file), &fds[fd]))
+	if (bpf_probe_read_kernel(&file, sizeof(file), &fdt->fd[fd]))
 		return 0;
 	return file;
 }
