@@ -101,8 +101,8 @@ bool test_run(int fd) {
   return sys_bpf(BPF_PROG_TEST_RUN, attr) == 0;
 }
 
-bool get_info(int fd) {
-  bpf_prog_info info;
+// BPF_OBJ_GET_INFO_BY_FD of program `fd` into `info`.
+bool read_info(int fd, bpf_prog_info& info) {
   std::memset(&info, 0, sizeof info);
   bpf_attr attr;
   std::memset(&attr, 0, sizeof attr);
@@ -110,6 +110,11 @@ bool get_info(int fd) {
   attr.info.info_len = sizeof info;
   attr.info.info = reinterpret_cast<uint64_t>(&info);
   return sys_bpf(BPF_OBJ_GET_INFO_BY_FD, attr) == 0;
+}
+
+bool get_info(int fd) {
+  bpf_prog_info info;
+  return read_info(fd, info);
 }
 
 bool load_and_close() {
@@ -140,13 +145,7 @@ int attach_floor(uint64_t id, const char* name) {
 // The kernel's run statistics of program `fd` (kernel.bpf_stats_enabled).
 void print_run_stats(int fd, const char* name) {
   bpf_prog_info info;
-  std::memset(&info, 0, sizeof info);
-  bpf_attr attr;
-  std::memset(&attr, 0, sizeof attr);
-  attr.info.bpf_fd = static_cast<uint32_t>(fd);
-  attr.info.info_len = sizeof info;
-  attr.info.info = reinterpret_cast<uint64_t>(&info);
-  if (sys_bpf(BPF_OBJ_GET_INFO_BY_FD, attr) != 0) fail("BPF_OBJ_GET_INFO_BY_FD");
+  if (!read_info(fd, info)) fail("BPF_OBJ_GET_INFO_BY_FD");
   std::printf("%s_runs %llu %llu\n", name, static_cast<unsigned long long>(info.run_cnt),
               static_cast<unsigned long long>(info.run_time_ns));
 }
