@@ -6,19 +6,27 @@
 # (perf, bpfprof, bpfprof, perf, ...), medians of the runs, peak RSS from
 # /usr/bin/time. Output to /dev/null; page cache warm (each file is read once
 # before timing). Prints a markdown section; with --write it also replaces the
-# section between the user-bench markers in bench/RESULTS.md.
+# section between the user-bench markers in bench/RESULTS.md. --rows REGEX
+# times only the rows whose mode matches (e.g. --rows script), and --write
+# then replaces the section between the markers named after it
+# (user-bench-script).
 #
-#   bench/user_bench.sh [--write] [runs] [seconds]     (defaults: 5 runs, 30 s)
+#   bench/user_bench.sh [--write] [--rows REGEX] [runs] [seconds]     (defaults: 5 runs, 30 s)
 #
 # BPFPROF_BUILD_DIR (default build) picks the binaries; BPFPROF_BENCH_DIR keeps
 # the recordings there (default: a temporary directory, removed at exit).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 write=0
-if [[ ${1:-} == --write ]]; then
-  write=1
+only=""
+while [[ ${1:-} == --* ]]; do
+  case $1 in
+    --write) write=1 ;;
+    --rows) only=$2; shift ;;
+    *) echo "user_bench: unknown flag $1" >&2; exit 2 ;;
+  esac
   shift
-fi
+done
 runs=${1:-5}
 secs=${2:-30}
 build=${BPFPROF_BUILD_DIR:-build}
@@ -104,6 +112,7 @@ rm -f "$work/script.out"
 rows=()
 row() {
   local label=$1 file=$2 pcmd=$3 bcmd=$4 floor=$5
+  [[ -z $only || $label =~ $only ]] || return 0
   local pt=() pm=() bt=() bm=() pb=0 bb=0
   cat "$file" >/dev/null
   for ((i = 0; i < runs; i++)); do
@@ -149,12 +158,13 @@ for kind in bpfprof perf; do
   fi
   row "callers tree ($kind file)" "$big" "perf report -i FILE --stdio" "$B report -i FILE -g $k" "$fb"
   row "flat ($kind file)" "$big" "perf report -i FILE --stdio --no-children --sort sym -g none" "$B report -i FILE $k" "$fb"
-  row "script ($kind file)" "$big" "perf script -i FILE -G" "$B script -i FILE $k" "$fb"
+  row "script with callchains ($kind file)" "$big" "perf script -i FILE" "$B script -i FILE $k" "$fb"
+  row "script, one line ($kind file)" "$big" "perf script -i FILE -G" "$B script -i FILE -G $k" "$fb"
   row "1 s at 99 Hz ($kind file)" "$tiny" "perf report -i FILE --stdio" "$B report -i FILE $k" "$ft"
 done
 
 section=$(
-  echo "### User benchmark: \`bench/user_bench.sh $runs $secs\` at $commit ($(date -u +%Y-%m-%d), load $(cut -d' ' -f1-3 /proc/loadavg))"
+  echo "### User benchmark: \`bench/user_bench.sh${only:+ --rows $only} $runs $secs\` at $commit ($(date -u +%Y-%m-%d), load $(cut -d' ' -f1-3 /proc/loadavg))"
   echo
   echo "Recordings (the workload's long-running BPF program, \`bpfprof-workload --hold\`, recorded"
   echo "system-wide with \`-a -g -e cpu-clock\`): bpfprof's $secs s at 20 kHz $(samples "$big_b") samples,"
@@ -168,7 +178,7 @@ section=$(
   echo "perf's $floor_p_cat s; \`bpfprof-read-floor f\` (bench/read_floor.cc: map, walk every record, sum"
   echo "the leaf ips, one core) $floor_b1 s and $floor_p1 s; its \`-j 2\` (both halves touched at once)"
   echo "$floor_b2 s and $floor_p2 s; on the tiny files $floor_tb1 s and $floor_tp1 s. **x floor** is"
-  echo "bpfprof's time over the one-core read floor of the same file. Script's output alone (its"
+  echo "bpfprof's time over the one-core read floor of the same file. Script's output alone (with callchains, its"
   echo "$out_mb MB on bpfprof's file, from the page cache through a pipe to \`wc -c\`): $floor_out s."
   echo
   echo "| mode | perf command | perf | bpfprof command | bpfprof | speed | x floor | memory (bpfprof / perf) | output perf / bpfprof | runs, s (perf / bpfprof) |"
@@ -177,10 +187,10 @@ section=$(
 )
 echo "$section"
 if ((write)); then
-  python3 - "$section" <<'EOF'
+  python3 - "$section" "user-bench${only:+-$only}" <<'EOF'
 import sys
 path = "bench/RESULTS.md"
-begin, end = "<!-- user-bench begin -->", "<!-- user-bench end -->"
+begin, end = "<!-- %s begin -->" % sys.argv[2], "<!-- %s end -->" % sys.argv[2]
 text = open(path).read()
 block = begin + "\n" + sys.argv[1] + "\n" + end
 if begin in text:

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs every Debian 12 package bpfprof needs to build, test and benchmark.
+# Installs every Debian 12 package bpfprof needs to build, test and benchmark,
+# and the npm packages of the speedscope peer test.
 # Safe to run again: apt-get skips what is already installed.
 set -euo pipefail
 
@@ -30,15 +31,36 @@ packages=(
   groff-base zsh
 )
 
+# speedscope, the peer that imports `bpfprof script` text, and the driver that
+# runs it in headless Chromium (testing/speedscope/, versions pinned in its
+# package-lock.json): from the npm registry with the machine's Node.js and
+# npm, again only when the lock file changed since the last install.
+install_speedscope() {
+  local dir
+  dir="$(dirname "$0")/../testing/speedscope"
+  if ! command -v npm >/dev/null; then
+    echo "install-deps: npm is missing: speedscope not installed (its peer test will say so)"
+    return 0
+  fi
+  if cmp -s "$dir/package-lock.json" "$dir/node_modules/.bpfprof-installed-lock.json"; then
+    echo "install-deps: speedscope present"
+    return 0
+  fi
+  echo "install-deps: installing speedscope and playwright-core into $dir/node_modules"
+  (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error)
+  cp "$dir/package-lock.json" "$dir/node_modules/.bpfprof-installed-lock.json"
+}
+
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
 done
 if [ ${#missing[@]} -eq 0 ]; then
   echo "install-deps: all ${#packages[@]} packages present"
-  exit 0
+else
+  echo "install-deps: installing ${missing[*]}"
+  if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; else SUDO=; fi
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
-echo "install-deps: installing ${missing[*]}"
-if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; else SUDO=; fi
-$SUDO apt-get update -qq
-DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+install_speedscope

@@ -75,14 +75,18 @@ std::string_view event_name(const analysis::Session& session, const perf::Sample
 
 // One frame as perf script prints it after `lead`: "{ip:16x} {sym}+0x{off}
 // ({dso})", each part as the fields ask.
+// The numbers go through the text buffer's writers: a callchain has a line
+// per frame, and fmt parsing "{:16x}" for each cost more than the rest of it.
 void append_frame(std::string& t, const char* lead, const analysis::SymbolizedFrame& f, uint32_t fields) {
+  char buf[3 + 16 + kPad];  // "+0x" and 16 hex digits, or 16 columns of ip
   t += lead;
-  if (fields & kFieldIp) fmt::format_to(std::back_inserter(t), "{:16x}", f.ip);
+  if (fields & kFieldIp) t.append(buf, static_cast<size_t>(put_hex(buf, f.ip, 16) - buf));
   if (fields & kFieldSym) {
     t += ' ';
     t += f.frame.symbol;
     if ((fields & kFieldSymoff) && offset_known(f.frame, f.ip)) {
-      fmt::format_to(std::back_inserter(t), "+0x{:x}", f.ip - f.frame.symbol_start);
+      char* p = put(buf, "+0x");
+      t.append(buf, static_cast<size_t>(put_hex(p, f.ip - f.frame.symbol_start) - buf));
     }
   }
   if (fields & kFieldDso) {
