@@ -22,6 +22,7 @@
 #include "base/clock.h"
 #include "base/unique_fd.h"
 #include "bpf/tc.h"
+#include "host/owners.h"
 #include "perf/tracefs.h"
 
 namespace bpfprof::host {
@@ -209,15 +210,6 @@ void find_categories(const std::vector<bpf::LinkInfo>& links, AttachContext& ctx
   });
 }
 
-std::string comm_of(const std::string& dir) {
-  char buf[64] = {};
-  UniqueFd fd(::open((dir + "/comm").c_str(), O_RDONLY | O_CLOEXEC));
-  const ssize_t n = fd.valid() ? ::read(fd.get(), buf, sizeof buf - 1) : -1;
-  std::string c = n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string();
-  while (!c.empty() && c.back() == '\n') c.pop_back();
-  return c;
-}
-
 }  // namespace
 
 PerfFdScan scan_perf_event_fds(uint32_t source, uint64_t time_ns, const std::string& proc) {
@@ -254,7 +246,7 @@ PerfFdScan scan_perf_event_fds(uint32_t source, uint64_t time_ns, const std::str
         scan.lost++;  // exited, EBADF: gone between the listing and the query
         continue;
       }
-      if (comm.empty()) comm = comm_of(dir);
+      if (comm.empty()) comm = process_comm(proc, p->d_name);
       found.push_back(Found{q.link, static_cast<uint32_t>(pid), comm});
     }
   }

@@ -37,13 +37,6 @@ uint32_t fd_kind(const std::string& target) {
   return 0;
 }
 
-std::string comm_of(const std::string& proc, const std::string& pid) {
-  auto text = read_text_file(proc + "/" + pid + "/comm");
-  std::string c = text.ok() ? *text : std::string();
-  while (!c.empty() && c.back() == '\n') c.pop_back();
-  return c;
-}
-
 // The cgroup v2 id of process `pid` now; 0 when unknown.
 uint64_t cgroup_of(const std::string& proc, const std::string& pid,
                    const std::optional<Cgroup2Mount>& cgroup2) {
@@ -160,7 +153,7 @@ perfdata::OwnersSection scan_program_owners(const std::vector<uint32_t>& ids,
       if (kind == 0) continue;
       auto info = read_text_file(proc + "/" + pid + "/fdinfo/" + f->d_name);
       if (!info.ok()) continue;
-      if (comm.empty()) comm = comm_of(proc, pid);
+      if (comm.empty()) comm = process_comm(proc, pid);
       if (!cgroup) cgroup = cgroup_of(proc, pid, cgroup2);
       add(fdinfo_prog_id(*info), static_cast<uint32_t>(std::stoul(pid)), kind, comm, *cgroup);
     }
@@ -181,6 +174,13 @@ perfdata::OwnersSection scan_program_owners(const std::vector<uint32_t>& ids,
   }
   for (auto& [key, h] : found) out.holders.push_back(std::move(h));
   return out;
+}
+
+std::string process_comm(const std::string& proc, const std::string& pid) {
+  auto text = read_text_file(proc + "/" + pid + "/comm");
+  std::string c = text.ok() ? *text : std::string();
+  while (!c.empty() && c.back() == '\n') c.pop_back();
+  return c;
 }
 
 }  // namespace bpfprof::host
