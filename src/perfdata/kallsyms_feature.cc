@@ -138,7 +138,7 @@ bool delta_code(std::span<std::byte> table, bool forward) {
 Result<std::vector<std::byte>> decode_compact(Bytes section, uint64_t base_offset) {
   BPFPROF_ASSIGN_OR_RETURN(std::string body, decode_body(section, base_offset));
   std::vector<std::byte> table(body.size());
-  std::memcpy(table.data(), body.data(), body.size());
+  if (!body.empty()) std::memcpy(table.data(), body.data(), body.size());  // data() of none may be null
   if (!delta_code(table, false)) {
     return make_error_at(Errc::kBadRecord, base_offset + 16,
                          "KALLSYMS compact table's sizes do not fill its " +

@@ -272,6 +272,11 @@ TEST(KallsymsFeatureTest, CompactRoundTripAndDamage) {
   std::memcpy(lying.data() + 8, &raw, sizeof raw);
   EXPECT_FALSE(KallsymsTable::open(lying, 0).ok());
   EXPECT_EQ(KallsymsTable::open(encode_kallsyms_compact(""), 0)->size(), 0u);
+  // A version-3 header over no body at all (stored, raw_size 0): refused,
+  // without touching the empty body (the fuzzer's find, under UBSan).
+  std::vector<std::byte> empty(16, std::byte{0});
+  empty[0] = std::byte{3};
+  EXPECT_FALSE(KallsymsTable::open(empty, 0).ok());
 }
 
 // Version 1, what older recorders wrote: still read, and its hostile
