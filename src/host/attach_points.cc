@@ -5,13 +5,10 @@
 #include <fcntl.h>
 #include <net/if.h>
 #include <sched.h>
-#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
-#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <set>
@@ -19,23 +16,25 @@
 
 #include <fmt/format.h>
 
-#include "base/clock.h"
 #include "base/unique_fd.h"
 #include "bpf/tc.h"
-#include "host/owners.h"
+#include "host/attach_internal.h"
 #include "perf/tracefs.h"
 
 namespace bpfprof::host {
 namespace {
 
+using detail::all_interfaces;
+using detail::find_categories;
+using detail::inode_of;
+using detail::Netns;
+using detail::network_namespaces;
+using detail::open_dir;
+using detail::walk_cgroups;
 using perfdata::AttachEntry;
 
 constexpr uint32_t kAttachFlowDissector = 17;
 constexpr uint32_t kAttachSkLookup = 36;
-
-std::unique_ptr<DIR, int (*)(DIR*)> open_dir(const std::string& path) {
-  return {::opendir(path.c_str()), &::closedir};
-}
 
 std::vector<std::string> subdirectories(const std::string& dir) {
   std::vector<std::string> out;
@@ -45,38 +44,6 @@ std::vector<std::string> subdirectories(const std::string& dir) {
       out.emplace_back(e->d_name);
   }
   std::sort(out.begin(), out.end());
-  return out;
-}
-
-std::optional<uint64_t> inode_of(const std::string& path) {
-  struct stat st{};
-  if (::stat(path.c_str(), &st) != 0) return std::nullopt;
-  return static_cast<uint64_t>(st.st_ino);
-}
-
-// A network namespace some process is in, and how to enter it.
-struct Netns {
-  std::string path;   // an nsfs file of it ("" for our own)
-  std::string label;  // "" for ours
-};
-
-std::map<uint64_t, Netns> network_namespaces() {
-  std::map<uint64_t, Netns> out;
-  const auto self = inode_of("/proc/self/ns/net");
-  if (self) out[*self] = Netns{"", ""};
-  auto run = open_dir("/run/netns");  // ip netns add <name>
-  while (dirent* e = run ? ::readdir(run.get()) : nullptr) {
-    if (e->d_name[0] == '.') continue;
-    const std::string path = std::string("/run/netns/") + e->d_name;
-    if (auto ino = inode_of(path); ino && !out.count(*ino)) out[*ino] = Netns{path, e->d_name};
-  }
-  auto proc = open_dir("/proc");
-  while (dirent* e = proc ? ::readdir(proc.get()) : nullptr) {
-    if (e->d_name[0] < '1' || e->d_name[0] > '9') continue;
-    const std::string path = std::string("/proc/") + e->d_name + "/ns/net";
-    auto ino = inode_of(path);
-    if (ino && !out.count(*ino)) out[*ino] = Netns{path, fmt::format("netns:{}", *ino)};
-  }
   return out;
 }
 
@@ -103,29 +70,6 @@ std::vector<InterfaceAttach> interfaces_here(const std::string& label, bool tc_o
     if (auto tc = bpf::tc_programs(idx, bpf::TcDirection::kIngress); tc.ok()) a.tc_ingress = std::move(*tc);
     if (auto tc = bpf::tc_programs(idx, bpf::TcDirection::kEgress); tc.ok()) a.tc_egress = std::move(*tc);
     out.push_back(std::move(a));
-  }
-  return out;
-}
-
-// The interfaces of every namespace; another namespace is entered by a
-// short-lived thread (setns changes only the calling thread's).
-std::vector<InterfaceAttach> all_interfaces(const std::map<uint64_t, Netns>& namespaces,
-                                            bool tc_only = false) {
-  std::vector<InterfaceAttach> out;
-  for (const auto& [ino, ns] : namespaces) {
-    std::vector<InterfaceAttach> found;
-    if (ns.path.empty()) {
-      found = interfaces_here(ns.label, tc_only);
-    } else {
-      std::thread t([&] {
-        UniqueFd fd(::open(ns.path.c_str(), O_RDONLY | O_CLOEXEC));
-        if (fd.valid() && ::setns(fd.get(), CLONE_NEWNET) == 0) {
-          found = interfaces_here(ns.label, tc_only);
-        }
-      });
-      t.join();
-    }
-    for (InterfaceAttach& a : found) out.push_back(std::move(a));
   }
   return out;
 }
@@ -163,10 +107,63 @@ const InterfaceAttach* interface_of(const bpf::LinkInfo& l, const AttachContext&
   return ours;
 }
 
-// The cgroup directories under `dir` (its own first): id -> path, and, with
-// `out`, the programs attached at each without inheritance.
+}  // namespace
+
+namespace detail {
+
+std::unique_ptr<DIR, int (*)(DIR*)> open_dir(const std::string& path) {
+  return {::opendir(path.c_str()), &::closedir};
+}
+
+std::optional<uint64_t> inode_of(const std::string& path) {
+  struct stat st{};
+  if (::stat(path.c_str(), &st) != 0) return std::nullopt;
+  return static_cast<uint64_t>(st.st_ino);
+}
+
+std::map<uint64_t, Netns> network_namespaces() {
+  std::map<uint64_t, Netns> out;
+  const auto self = inode_of("/proc/self/ns/net");
+  if (self) out[*self] = Netns{"", ""};
+  auto run = open_dir("/run/netns");  // ip netns add <name>
+  while (dirent* e = run ? ::readdir(run.get()) : nullptr) {
+    if (e->d_name[0] == '.') continue;
+    const std::string path = std::string("/run/netns/") + e->d_name;
+    if (auto ino = inode_of(path); ino && !out.count(*ino)) out[*ino] = Netns{path, e->d_name};
+  }
+  auto proc = open_dir("/proc");
+  while (dirent* e = proc ? ::readdir(proc.get()) : nullptr) {
+    if (e->d_name[0] < '1' || e->d_name[0] > '9') continue;
+    const std::string path = std::string("/proc/") + e->d_name + "/ns/net";
+    auto ino = inode_of(path);
+    if (ino && !out.count(*ino)) out[*ino] = Netns{path, fmt::format("netns:{}", *ino)};
+  }
+  return out;
+}
+
+std::vector<InterfaceAttach> all_interfaces(const std::map<uint64_t, Netns>& namespaces,
+                                            bool tc_only) {
+  std::vector<InterfaceAttach> out;
+  for (const auto& [ino, ns] : namespaces) {
+    std::vector<InterfaceAttach> found;
+    if (ns.path.empty()) {
+      found = interfaces_here(ns.label, tc_only);
+    } else {
+      std::thread t([&] {
+        UniqueFd fd(::open(ns.path.c_str(), O_RDONLY | O_CLOEXEC));
+        if (fd.valid() && ::setns(fd.get(), CLONE_NEWNET) == 0) {
+          found = interfaces_here(ns.label, tc_only);
+        }
+      });
+      t.join();
+    }
+    for (InterfaceAttach& a : found) out.push_back(std::move(a));
+  }
+  return out;
+}
+
 void walk_cgroups(const std::string& dir, AttachContext& ctx, std::vector<AttachEntry>* out,
-                  int depth = 0) {
+                  int depth) {
   if (depth > 64) return;
   const auto id = cgroup_id(dir);
   if (!id) return;  // removed meanwhile
@@ -185,9 +182,6 @@ void walk_cgroups(const std::string& dir, AttachContext& ctx, std::vector<Attach
   for (const std::string& c : subdirectories(dir)) walk_cgroups(dir + "/" + c, ctx, out, depth + 1);
 }
 
-// Categories of the tracepoints perf_event links name (the kernel gives the
-// event name only): `syscalls` for sys_enter_* / sys_exit_*, else the
-// tracefs directory that has the event.
 void find_categories(const std::vector<bpf::LinkInfo>& links, AttachContext& ctx) {
   std::set<std::string> wanted;
   for (const bpf::LinkInfo& l : links) {
@@ -210,57 +204,7 @@ void find_categories(const std::vector<bpf::LinkInfo>& links, AttachContext& ctx
   });
 }
 
-}  // namespace
-
-PerfFdScan scan_perf_event_fds(uint32_t source, uint64_t time_ns, const std::string& proc) {
-  PerfFdScan scan;
-  struct Found {
-    bpf::LinkInfo link;
-    uint32_t pid;
-    std::string comm;
-  };
-  std::vector<Found> found;
-  auto procs = open_dir(proc);
-  while (dirent* p = procs ? ::readdir(procs.get()) : nullptr) {
-    if (p->d_name[0] < '1' || p->d_name[0] > '9') continue;
-    const std::string dir = proc + "/" + p->d_name;
-    const int pid = std::atoi(p->d_name);
-    auto fds = open_dir(dir + "/fd");
-    if (!fds) {
-      if (errno != ENOENT && errno != ESRCH) scan.unreadable++;  // else exited meanwhile
-      continue;
-    }
-    std::string comm;
-    while (dirent* f = ::readdir(fds.get())) {
-      if (f->d_name[0] < '0' || f->d_name[0] > '9') continue;
-      char target[64];
-      const ssize_t n = ::readlinkat(::dirfd(fds.get()), f->d_name, target, sizeof target);
-      if (n <= 0 || std::string_view(target, static_cast<size_t>(n)) != "anon_inode:[perf_event]") {
-        continue;
-      }
-      const bpf::FdQuery q = bpf::perf_event_fd_query(pid, std::atoi(f->d_name));
-      // ENOENT says both "no program on it" and "no such process".
-      const bool exited = q.err == ENOENT && ::kill(pid, 0) != 0 && errno == ESRCH;
-      if ((q.err == ENOENT && !exited) || q.err == EOPNOTSUPP) continue;  // no program; perf_event
-      if (q.err != 0) {
-        scan.lost++;  // exited, EBADF: gone between the listing and the query
-        continue;
-      }
-      if (comm.empty()) comm = process_comm(proc, p->d_name);
-      found.push_back(Found{q.link, static_cast<uint32_t>(pid), comm});
-    }
-  }
-  AttachContext ctx;
-  std::vector<bpf::LinkInfo> links;
-  for (const Found& f : found) links.push_back(f.link);
-  find_categories(links, ctx);
-  std::set<std::pair<uint32_t, std::string>> seen;
-  for (Found& f : found) {
-    AttachEntry e{f.link.prog_id, 0, source, time_ns, link_point(f.link, ctx), f.pid, std::move(f.comm)};
-    if (seen.emplace(e.prog_id, e.point).second) scan.entries.push_back(std::move(e));
-  }
-  return scan;
-}
+}  // namespace detail
 
 std::string in_netns(const std::string& name, const std::string& netns) {
   return netns.empty() ? name : name + "@" + netns;
@@ -387,136 +331,6 @@ std::vector<AttachEntry> scan_tc_filters(uint32_t source, uint64_t time_ns) {
     e.time_ns = time_ns;
   }
   return out;
-}
-
-std::optional<std::string> captured_point(const capture::CapturedLink& c, const AttachContext& base) {
-  if (!c.has(CAPTURE_LINK_NAMED)) return std::nullopt;
-  bpf::LinkInfo l;
-  l.id = c.link_id;
-  l.prog_id = c.prog_id;
-  l.attach_type = c.attach_type;
-  l.type = c.link_type;
-  if (c.has(CAPTURE_LINK_PROG_ATTACH)) {
-    const bool netkit = c.attach_type == bpf::kAttachNetkitPrimary || c.attach_type == bpf::kAttachNetkitPeer;
-    l.type = c.cgroup_id ? bpf::kLinkCgroup : netkit ? bpf::kLinkNetkit : bpf::kLinkTcx;
-  }
-  // An interface as the listing would have found it: in its namespace, with
-  // this program in the slot of its mode or direction.
-  auto on_interface = [&]() {
-    InterfaceAttach i;
-    auto ns = base.netns.find(c.netns_ino);
-    i.netns = ns == base.netns.end() ? fmt::format("netns:{}", c.netns_ino) : ns->second;
-    i.ifindex = c.ifindex;
-    i.name = c.ifname.empty() ? fmt::format("ifindex {}", c.ifindex) : c.ifname;
-    if (l.type == bpf::kLinkXdp) {
-      (c.xdp_mode == 0 ? i.xdp.generic : c.xdp_mode == 2 ? i.xdp.offload : i.xdp.driver) = c.prog_id;
-    } else {
-      i.tcx_ingress = i.tcx_egress = i.netkit_primary = i.netkit_peer = {c.prog_id};
-    }
-    AttachContext ctx;
-    ctx.interfaces.push_back(std::move(i));
-    l.ifindex = c.ifindex;
-    return link_point(l, ctx);
-  };
-  switch (l.type) {
-    case bpf::kLinkRawTracepoint:
-      l.name = c.name;
-      return link_point(l, base);
-    case bpf::kLinkTracing:
-      l.target_obj_id = c.target_obj_id;
-      l.target_btf_id = c.target_btf_id;
-      return link_point(l, base);
-    case bpf::kLinkCgroup:
-      l.cgroup_id = c.cgroup_id;
-      return link_point(l, base);
-    case bpf::kLinkNetns:
-      l.netns_ino = c.netns_ino;
-      return link_point(l, base);
-    case bpf::kLinkXdp:
-    case bpf::kLinkTcx:
-    case bpf::kLinkNetkit:
-      return on_interface();
-    case bpf::kLinkPerfEvent: {
-      if (!c.has(CAPTURE_LINK_TRACEPOINT)) return std::nullopt;
-      l.perf_event_type = bpf::kPerfEventTracepoint;
-      l.name = c.name;
-      AttachContext ctx;
-      if (!c.category.empty()) ctx.tracepoint_category[c.name] = c.category;
-      return link_point(l, ctx);
-    }
-    default:
-      return std::nullopt;
-  }
-}
-
-CapturedAttachNamer::CapturedAttachNamer(std::optional<Cgroup2Mount> cgroup2,
-                                         std::map<uint64_t, std::string> cgroup_paths)
-    : cgroup2_(std::move(cgroup2)) {
-  ctx_.cgroup_paths = std::move(cgroup_paths);
-  own_netns_ = inode_of("/proc/self/ns/net").value_or(0);
-}
-
-void CapturedAttachNamer::know_cgroup(uint64_t id) {
-  // A cgroup made after the start listing: the hierarchy as it is now.
-  if (!id || ctx_.cgroup_paths.count(id) || !cgroup2_) return;
-  walk_cgroups(cgroup2_->mount_point, ctx_, nullptr);
-}
-
-void CapturedAttachNamer::know_netns(uint32_t ino) {
-  if (!ino || ctx_.netns.count(ino)) return;
-  std::string label = fmt::format("netns:{}", ino);
-  if (ino == own_netns_) {
-    label.clear();
-  } else {
-    auto run = open_dir("/run/netns");
-    while (dirent* e = run ? ::readdir(run.get()) : nullptr) {
-      if (e->d_name[0] != '.' && inode_of(std::string("/run/netns/") + e->d_name) == ino) {
-        label = e->d_name;
-        break;
-      }
-    }
-  }
-  ctx_.netns[ino] = label;
-}
-
-std::optional<AttachEntry> CapturedAttachNamer::query(uint32_t link_id, uint64_t time_ns) {
-  auto link = bpf::link_by_id(link_id);
-  if (!link.ok()) {
-    lost_++;
-    return std::nullopt;
-  }
-  know_cgroup(link->cgroup_id);
-  know_netns(link->netns_ino);
-  AttachContext ctx = ctx_;
-  find_categories({*link}, ctx);
-  if (link->type == bpf::kLinkXdp || link->type == bpf::kLinkTcx || link->type == bpf::kLinkNetkit) {
-    ctx.interfaces = all_interfaces(network_namespaces());
-  }
-  return AttachEntry{link->prog_id, link_id, AttachEntry::kById, time_ns, link_point(*link, ctx)};
-}
-
-void CapturedAttachNamer::name(const std::vector<capture::CapturedLink>& links,
-                               const std::vector<uint32_t>& missed_link_ids,
-                               std::vector<AttachEntry>& out) {
-  for (const capture::CapturedLink& l : links) {
-    know_cgroup(l.cgroup_id);
-    know_netns(l.netns_ino);
-    capture::CapturedLink c = l;
-    // BPF_PROG_ATTACH gives an interface index only: named here if it is ours.
-    char ifname[IF_NAMESIZE] = {};
-    if (c.has(CAPTURE_LINK_PROG_ATTACH) && c.ifindex && c.netns_ino == own_netns_ &&
-        ::if_indextoname(c.ifindex, ifname)) {
-      c.ifname = ifname;
-    }
-    if (auto point = captured_point(c, ctx_)) {
-      out.push_back(AttachEntry{l.prog_id, l.link_id, AttachEntry::kCaptured, l.time_ns, *point});
-    } else if (l.link_id) {
-      if (auto e = query(l.link_id, l.time_ns)) out.push_back(std::move(*e));
-    }
-  }
-  for (uint32_t id : missed_link_ids) {
-    if (auto e = query(id, monotonic_ns())) out.push_back(std::move(*e));
-  }
 }
 
 std::vector<AttachEntry> program_points(const std::vector<AttachEntry>& listed,

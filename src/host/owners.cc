@@ -13,6 +13,7 @@
 
 #include "bpf/query.h"
 #include "host/kernel_maps.h"
+#include "host/proc_fds.h"
 #include "host/synthesize.h"
 
 namespace bpfprof::host {
@@ -31,7 +32,7 @@ std::string link_target(const std::string& path) {
 }
 
 // What an fd is, from its /proc link: 0 when neither a program nor a link.
-uint32_t fd_kind(const std::string& target) {
+uint32_t fd_kind(std::string_view target) {
   if (target == "anon_inode:bpf-prog") return ProgramHolder::kProgFd;
   if (target == "anon_inode:bpf_link") return ProgramHolder::kLinkFd;
   return 0;
@@ -138,26 +139,22 @@ perfdata::OwnersSection scan_program_owners(const std::vector<uint32_t>& ids,
     if (!h.cgroup_id) h.cgroup_id = cgroup;
   };
   if (wanted.empty()) return out;
-  auto procs = open_dir(proc);
-  while (dirent* p = procs ? ::readdir(procs.get()) : nullptr) {
-    if (p->d_name[0] < '1' || p->d_name[0] > '9') continue;
-    const std::string pid = p->d_name;
-    const std::string fd_dir = proc + "/" + pid + "/fd";
-    auto fds = open_dir(fd_dir);
-    if (!fds) continue;
-    std::string comm;
-    std::optional<uint64_t> cgroup;
-    while (dirent* f = ::readdir(fds.get())) {
-      if (f->d_name[0] < '0' || f->d_name[0] > '9') continue;
-      const uint32_t kind = fd_kind(link_target(fd_dir + "/" + f->d_name));
-      if (kind == 0) continue;
-      auto info = read_text_file(proc + "/" + pid + "/fdinfo/" + f->d_name);
-      if (!info.ok()) continue;
-      if (comm.empty()) comm = process_comm(proc, pid);
-      if (!cgroup) cgroup = cgroup_of(proc, pid, cgroup2);
-      add(fdinfo_prog_id(*info), static_cast<uint32_t>(std::stoul(pid)), kind, comm, *cgroup);
+  // A process's comm and cgroup, read at its first fd of interest.
+  int last_pid = -1;
+  std::string comm;
+  uint64_t cgroup = 0;
+  for_each_process_fd(proc, [&](const ProcFd& f) {
+    const uint32_t kind = fd_kind(f.target);
+    if (kind == 0) return;
+    auto info = read_text_file(proc + "/" + std::string(f.pid_dir) + "/fdinfo/" + std::string(f.fd));
+    if (!info.ok()) return;
+    if (f.pid != last_pid) {
+      last_pid = f.pid;
+      comm = process_comm(proc, f.pid_dir);
+      cgroup = cgroup_of(proc, std::string(f.pid_dir), cgroup2);
     }
-  }
+    add(fdinfo_prog_id(*info), static_cast<uint32_t>(f.pid), kind, comm, cgroup);
+  });
   // Pins: the object's fd, opened for a moment, says which program it holds.
   auto mountinfo = read_text_file("/proc/self/mountinfo");
   std::vector<std::string> pins;
@@ -174,13 +171,6 @@ perfdata::OwnersSection scan_program_owners(const std::vector<uint32_t>& ids,
   }
   for (auto& [key, h] : found) out.holders.push_back(std::move(h));
   return out;
-}
-
-std::string process_comm(const std::string& proc, const std::string& pid) {
-  auto text = read_text_file(proc + "/" + pid + "/comm");
-  std::string c = text.ok() ? *text : std::string();
-  while (!c.empty() && c.back() == '\n') c.pop_back();
-  return c;
 }
 
 }  // namespace bpfprof::host

@@ -29,9 +29,6 @@ std::string cgroup_dir_of(std::string_view proc_cgroup, const Cgroup2Mount& cgro
 // prog_id of an fdinfo text (a program's or a link's fd); 0 if absent.
 uint32_t fdinfo_prog_id(std::string_view fdinfo);
 
-// The COMM of process `pid` under `proc` now; empty when it is gone.
-std::string process_comm(const std::string& proc, const std::string& pid);
-
 // Mount points of every BPF filesystem in /proc/self/mountinfo text.
 std::vector<std::string> bpffs_mounts(std::string_view mountinfo);
 
