@@ -138,6 +138,22 @@ struct SampleMemoTail {
 // Direct-mapped by the key's hash (a power of two).
 constexpr size_t kSampleMemos = 4096;
 
+// The diagnostics a memo replays, read before and after a miss (not the
+// whole table: a miss is the common case of a callchain recording).
+struct MemoCounts {
+  std::array<uint64_t, kUnknownReasons> unknown{};
+  uint64_t bpf_unattributed = 0, cgroup_unknown = 0, dispatch_unattributed = 0, cost_unproven = 0;
+  explicit MemoCounts(const DiagCounts& d)
+      : bpf_unattributed(d[Diag::kBpfSamplesUnattributed]),
+        cgroup_unknown(d[Diag::kCgroupUnknown]),
+        dispatch_unattributed(d[Diag::kBpfDispatchUnattributed]),
+        cost_unproven(d[Diag::kBpfCostUnproven]) {
+    for (size_t k = 1; k < kUnknownReasons; k++) {
+      unknown[k] = d[symbols::unknown_frames_diag(static_cast<symbols::Unknown>(k))];
+    }
+  }
+};
+
 // Per-worker state: its profile, which also holds the diagnostics of its
 // samples (counted where each problem is found; merging the profiles adds
 // them up), scratch buffers reused across samples, and caches from
@@ -327,7 +343,7 @@ void add_sample(const Session& session, const AggregateOptions& options, const C
     w.profile.add_to(*m.slot, sample.period, sample.time);
     return;
   }
-  const DiagCounts before = w.diag();
+  const MemoCounts before(w.diag());
   symbols::Symbolizer::Holds holds;
   Counts* slot = find_slot(session, options, cost, sample, cpumode, w, holds);
   w.profile.add_to(*slot, sample.period, sample.time);
@@ -348,18 +364,16 @@ void add_sample(const Session& session, const AggregateOptions& options, const C
     tail.words.assign(words.begin(), words.end());
   }
   // What this sample added to the diagnostics, replayed on a hit.
-  const DiagCounts& after = w.diag();
-  auto added = [&](Diag d) { return after[d] - before[d]; };
+  const MemoCounts after(w.diag());
   m.unknowns = false;
   for (size_t k = 1; k < kUnknownReasons; k++) {
-    tail.unknown[k] = static_cast<uint16_t>(
-        added(symbols::unknown_frames_diag(static_cast<symbols::Unknown>(k))));
+    tail.unknown[k] = static_cast<uint16_t>(after.unknown[k] - before.unknown[k]);
     m.unknowns = m.unknowns || tail.unknown[k] != 0;
   }
-  m.bpf_unattributed = static_cast<uint8_t>(added(Diag::kBpfSamplesUnattributed));
-  m.cgroup_unknown = static_cast<uint8_t>(added(Diag::kCgroupUnknown));
-  m.dispatch_unattributed = static_cast<uint8_t>(added(Diag::kBpfDispatchUnattributed));
-  m.cost_unproven = static_cast<uint8_t>(added(Diag::kBpfCostUnproven));
+  m.bpf_unattributed = static_cast<uint8_t>(after.bpf_unattributed - before.bpf_unattributed);
+  m.cgroup_unknown = static_cast<uint8_t>(after.cgroup_unknown - before.cgroup_unknown);
+  m.dispatch_unattributed = static_cast<uint8_t>(after.dispatch_unattributed - before.dispatch_unattributed);
+  m.cost_unproven = static_cast<uint8_t>(after.cost_unproven - before.cost_unproven);
 }
 
 // Chunks [first, last) into `w`. Pass 1 accepted every record in them, so
