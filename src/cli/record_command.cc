@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "cli/record_command.h"
 
+#include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <string>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "perf/event_open.h"
 #include "record/progress.h"
@@ -54,14 +54,18 @@ CLI::App* add_record_command(CLI::App& app, RecordFlags& f) {
   rec->add_flag("--cgroup", f.cgroup,
                 "Record each sample's cgroup (v2) and the cgroups' paths, as perf's "
                 "--all-cgroups (report --sort cgroup,container)");
+  // perf's -z, --compression-level[=n]: a value only after '=' (CLI11 reads
+  // -z5 as -z -5, which is refused below).
+  rec->add_flag("-z{1},--compression-level{1}", f.compression_level,
+                "Compress the ring data with zstd: -z is level 1 (fastest), "
+                "--compression-level=n picks 1..22 (0 means 1, more than 22 means 22, as perf)");
   rec->add_option("--enrich", f.enrich,
                   "How programs loaded while recording are enriched: in-kernel (captured at load, "
                   "the default; falls back to user where the kernel refuses) or user (a thread "
                   "per CPU woken on every load takes a reference by id)")
       ->check(CLI::IsMember({"in-kernel", "user"}));
   // Not in --help: a tiny capture ring tests the fallback of a full one.
-  rec->add_option("--capture-ring-bytes", f.capture_ring_bytes, "power of two, >= 4096")
-      ->group("");
+  rec->add_option("--capture-ring-bytes", f.capture_ring_bytes, "power of two, >= 4096")->group("");
   // Not in --help: they exist to measure what the enricher's defaults buy.
   rec->add_option("--enricher-sched", f.enricher_sched, "fifo, nice or other")
       ->check(CLI::IsMember({"fifo", "nice", "other"}))
@@ -76,7 +80,8 @@ CLI::App* add_record_command(CLI::App& app, RecordFlags& f) {
   return rec;
 }
 
-Result<record::RecordOptions> to_options(const RecordFlags& f, const std::vector<std::string>& argv) {
+Result<record::RecordOptions> to_options(const RecordFlags& f,
+                                         const std::vector<std::string>& argv) {
   record::RecordOptions o;
   const CLI::App* app = f.app;
   auto given = [&](const char* name) { return app && app->count(name) > 0; };
@@ -99,6 +104,8 @@ Result<record::RecordOptions> to_options(const RecordFlags& f, const std::vector
   o.mmap_pages = f.mmap_pages;
   o.bpf_stats = f.bpf_stats;
   o.cgroup = f.cgroup;
+  if (given("-z"))
+    o.compression_level = std::clamp(f.compression_level == 0 ? 1 : f.compression_level, 1, 22);
   o.enricher_sched = f.enricher_sched == "other"  ? perfdata::EnricherSched::kOther
                      : f.enricher_sched == "nice" ? perfdata::EnricherSched::kOtherNice
                                                   : perfdata::EnricherSched::kFifo;
@@ -113,6 +120,11 @@ Result<record::RecordOptions> to_options(const RecordFlags& f, const std::vector
   if (!o.command.empty() && o.command.front().starts_with("-")) {
     // prefix_command() stops at the first unknown token; before the command
     // that can only be a misspelt flag.
+    if (given("-z") && o.command.front().find_first_not_of("-0123456789") == std::string::npos) {
+      return make_error(Errc::kInvalidArgument,
+                        "-z" + o.command.front().substr(1) +
+                            ": write --compression-level=" + o.command.front().substr(1));
+    }
     return make_error(Errc::kInvalidArgument, "unknown option " + o.command.front());
   }
   if (o.command.empty()) o.command = f.command;

@@ -4,11 +4,10 @@
 // writing, 2 refused: bad flags, unknown event, missing privileges).
 #pragma once
 
+#include <CLI/CLI.hpp>
 #include <string>
 #include <utility>
 #include <vector>
-
-#include <CLI/CLI.hpp>
 
 #include "base/error.h"
 #include "cli/command_common.h"
@@ -32,12 +31,13 @@ struct RecordFlags {
   bool quiet = false;
   bool bpf_stats = false;
   bool cgroup = false;
-  std::string enricher_sched = "fifo";  // hidden: fifo | nice | other (measurements)
+  int compression_level = 0;                 // -z / --compression-level[=n]
+  std::string enricher_sched = "fifo";       // hidden: fifo | nice | other (measurements)
   std::string enricher_threads = "per-cpu";  // hidden: per-cpu | one
-  std::string enrich = "in-kernel";  // in-kernel | user
+  std::string enrich = "in-kernel";          // in-kernel | user
   uint32_t capture_ring_bytes = record::kDefaultCaptureRingBytes;  // hidden: tests a full ring
   std::vector<std::string> command;  // what followed "--" (see split_at_dash_dash)
-  CLI::App* app = nullptr;  // the subcommand, to ask which flags were given
+  CLI::App* app = nullptr;           // the subcommand, to ask which flags were given
 };
 
 // Splits argv at the first "--": CLI11 parses the part before it, the part

@@ -14,6 +14,7 @@
 
 #include "perfdata/file_format.h"
 #include "perfdata/in_stream.h"
+#include "perfdata/record_compressor.h"
 
 namespace bpfprof::perfdata {
 namespace {
@@ -142,6 +143,52 @@ Status FileWriter::freeze_preamble() {
 
 Status FileWriter::append(Bytes records) {
   if (failed_) return Error(first_error_);
+  if (compressor_ && !compressor_->empty()) BPFPROF_TRY(drain_compressor(true));
+  return append_raw(records);
+}
+
+Status FileWriter::enable_compression(int level, uint32_t mmap_len) {
+  BPFPROF_ASSIGN_OR_RETURN(compressor_, RecordCompressor::create(level, mmap_len));
+  Features f;
+  f.compression = compressor_->feature();
+  std::map<int, std::vector<std::byte>> sections = encode_features(f, {});
+  const std::vector<std::byte>& payload = sections.at(kFeatCompressed);
+  std::vector<std::byte> rec;
+  const size_t size = (sizeof(perf_event_header) + 8 + payload.size() + 7) & ~size_t{7};
+  perf_event_header h{perf::kRecordHeaderFeature, 0, static_cast<uint16_t>(size)};
+  append_pod(rec, h);
+  append_pod(rec, uint64_t{kFeatCompressed});
+  rec.insert(rec.end(), payload.begin(), payload.end());
+  rec.resize(size);
+  return append(rec);
+}
+
+Status FileWriter::append_compressed(Bytes records) {
+  if (!compressor_) return append(records);
+  if (failed_) return Error(first_error_);
+  compressor_->add(records);
+  return drain_compressor(false);
+}
+
+Status FileWriter::drain_compressor(bool all) {
+  packed_.clear();
+  if (Status s = compressor_->take(packed_, all); !s.ok()) {
+    failed_ = true;
+    first_error_ = s.error();
+    return s;
+  }
+  if (packed_.empty()) return ok_status();
+  return append_raw(packed_);
+}
+
+Features FileWriter::with_compression(const Features& features) const {
+  Features f = features;
+  if (compressor_) f.compression = compressor_->feature();
+  return f;
+}
+
+Status FileWriter::append_raw(Bytes records) {
+  if (failed_) return Error(first_error_);
   if (!data_started_) {
     Status s = freeze_preamble();
     if (!s.ok()) {
@@ -248,7 +295,8 @@ Status FileWriter::write_features(const Features& features, uint64_t data_size,
     payload_at += bytes.size();
   }
   uint64_t at = table_at;
-  if (int err = pwrite_all(out_.fd.get(), table, at)) return io_error("writing features of", path_, err);
+  if (int err = pwrite_all(out_.fd.get(), table, at))
+    return io_error("writing features of", path_, err);
   at += table.size();
   for (const auto& [feat, bytes] : sections) {
     if (int err = pwrite_all(out_.fd.get(), bytes, at)) {
@@ -269,12 +317,13 @@ Status FileWriter::close(const Features& features) {
       first_error_ = s.error();
     }
   }
+  if (!failed_ && compressor_) (void)drain_compressor(true);
   if (!failed_) (void)flush();
-  if (failed_) return close_after_error(features);
+  if (failed_) return close_after_error(with_compression(features));
 
   const uint64_t no_features[4] = {};
   uint64_t bitmap[4] = {};
-  Status s = write_features(features, written_, bitmap);
+  Status s = write_features(with_compression(features), written_, bitmap);
   if (!s.ok()) {
     // Keep the data readable: no feature table, header without features.
     if (out_.regular) (void)::ftruncate(out_.fd.get(), static_cast<off_t>(data_offset_ + written_));
@@ -307,8 +356,8 @@ Status FileWriter::close_after_error(const Features& features) {
     perf_event_header round{perf::kRecordFinishedRound, 0, sizeof(perf_event_header)};
     if (!out_.regular ||
         pwrite_all(out_.fd.get(), as_bytes_of(&round, sizeof round), data_offset_) != 0) {
-      err.message += out_.regular ? "; nothing was recorded, so no file is left"
-                                  : "; nothing was recorded";
+      err.message +=
+          out_.regular ? "; nothing was recorded, so no file is left" : "; nothing was recorded";
       abandon();
       return err;
     }

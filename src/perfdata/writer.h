@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -17,6 +18,8 @@
 #include "perfdata/features.h"
 
 namespace bpfprof::perfdata {
+
+class RecordCompressor;  // perfdata/record_compressor.h
 
 struct AttrEntry {
   perf_event_attr attr{};  // written with size kAttrSizeWritten
@@ -42,8 +45,20 @@ class FileWriter {
   // arrays and attrs are rewritten then if they changed).
   std::vector<uint64_t>& attr_ids_mutable(size_t attr_index);
 
-  // Appends whole records (buffered).
+  // Appends whole records (buffered), uncompressed; records handed to
+  // append_compressed() before go first.
   Status append(Bytes records);
+  // `record -z`: from now on append_compressed() packs records into
+  // COMPRESSED records (record_compressor.h) of zstd `level`; feature 27
+  // states `mmap_len`. A HEADER_FEATURE record (80) carrying feature 27 is
+  // appended at once: perf 6.1 takes it in file mode too, so it can
+  // decompress a killed recorder's file, which has no feature sections.
+  Status enable_compression(int level, uint32_t mmap_len);
+  // Records to compress (the ring data): spans may split a record, the next
+  // span continuing it, but a round (finish_round) ends on a whole record.
+  // Without enable_compression(), the same as append().
+  Status append_compressed(Bytes records);
+  const RecordCompressor* compressor() const { return compressor_.get(); }
   // Appends feature payloads as in-stream records (in_stream.h): what the
   // recorder learns goes into the data as it learns it, so a file whose
   // recorder was killed still carries it. The Features overload encodes
@@ -62,7 +77,7 @@ class FileWriter {
   // and puts path.old back where create() rotated it; a device is left alone.
   void abandon();
 
-  uint64_t data_bytes() const;    // bytes of data written so far (incl. buffered)
+  uint64_t data_bytes() const;  // bytes of data written so far (incl. buffered)
   bool write_failed() const { return failed_ && out_.fd.valid(); }  // close() cuts back
   const std::string& path() const { return path_; }
   bool rotated() const { return out_.rotated; }  // create() renamed a previous file to path.old
@@ -70,6 +85,11 @@ class FileWriter {
  private:
   FileWriter() = default;
   Status flush();
+  Status append_raw(Bytes records);
+  // Moves what the compressor holds into the data (all: every whole record).
+  Status drain_compressor(bool all);
+  // `features` plus feature 27 when compressing.
+  Features with_compression(const Features& features) const;
   Status write_preamble();
   Status freeze_preamble();
   Status write_header(uint64_t data_size, const uint64_t features_bitmap[4]);
@@ -80,13 +100,15 @@ class FileWriter {
   std::string path_;
   OpenedOutput out_;  // the file, its directory, whether it is regular and rotated
   std::vector<AttrEntry> attrs_;
-  uint64_t data_offset_ = 0;      // file offset where data starts
-  uint64_t written_ = 0;          // data bytes on disk
-  uint64_t round_end_ = 0;        // data bytes on disk at the last complete round
+  uint64_t data_offset_ = 0;  // file offset where data starts
+  uint64_t written_ = 0;      // data bytes on disk
+  uint64_t round_end_ = 0;    // data bytes on disk at the last complete round
   std::vector<std::byte> buffer_;
-  bool failed_ = false;           // a write failed: only close() may follow
-  bool data_started_ = false;     // the preamble is final
-  bool ids_dirty_ = false;        // attr_ids_mutable() was called
+  std::unique_ptr<RecordCompressor> compressor_;
+  std::vector<std::byte> packed_;  // COMPRESSED records on their way to the buffer
+  bool failed_ = false;            // a write failed: only close() may follow
+  bool data_started_ = false;      // the preamble is final
+  bool ids_dirty_ = false;         // attr_ids_mutable() was called
   Error first_error_;
   // The kallsyms snapshot's in-stream records: data offset, bytes, and a
   // hash of the payload (close refers to them instead of a second copy).

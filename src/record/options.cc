@@ -10,10 +10,12 @@ bool is_power_of_two(uint64_t v) { return v != 0 && (v & (v - 1)) == 0; }
 Status validate(const RecordOptions& o) {
   auto invalid = [](std::string msg) { return make_error(Errc::kInvalidArgument, std::move(msg)); };
   if (!is_power_of_two(o.mmap_pages)) {
-    return invalid(fmt::format("-m {}: the number of mmap pages must be a power of two", o.mmap_pages));
+    return invalid(
+        fmt::format("-m {}: the number of mmap pages must be a power of two", o.mmap_pages));
   }
   if (!is_power_of_two(o.sideband_pages)) {
-    return invalid(fmt::format("side-band ring of {} pages: must be a power of two", o.sideband_pages));
+    return invalid(
+        fmt::format("side-band ring of {} pages: must be a power of two", o.sideband_pages));
   }
   if (!is_power_of_two(o.capture_ring_bytes) || o.capture_ring_bytes < 4096) {
     return invalid(fmt::format("capture ring of {} bytes: must be a power of two of at least 4096",
@@ -29,6 +31,9 @@ Status validate(const RecordOptions& o) {
   if (o.frequency && *o.frequency == 0) return invalid("-F 0: the frequency must be positive");
   if (o.period && *o.period == 0) return invalid("-c 0: the period must be positive");
   if (o.duration_s && !(*o.duration_s > 0)) return invalid("-d: the duration must be positive");
+  if (o.compression_level && (*o.compression_level < 1 || *o.compression_level > 22)) {
+    return invalid(fmt::format("-z {}: the compression level must be 1..22", *o.compression_level));
+  }
   if (o.output.empty()) return invalid("-o: empty output path");
   if (o.output == "-") return invalid("-o -: pipe mode is not supported");
   return ok_status();

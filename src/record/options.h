@@ -30,21 +30,24 @@ enum class EnrichMode {
 
 // The recording request. Empty/unset fields take perf's defaults.
 struct RecordOptions {
-  bool system_wide = false;             // -a
-  std::vector<int> cpus;                // -C (empty: all online CPUs)
-  std::optional<pid_t> pid;             // -p
-  std::vector<std::string> command;     // the workload after `--`
-  std::optional<std::string> event;     // -e (unset: cycles, else cpu-clock)
-  std::optional<uint64_t> frequency;    // -F
-  std::optional<uint64_t> period;       // -c
-  bool callchain = false;               // -g: user stacks too
-  bool kernel_callchain = true;         // kernel stacks (a BPF program's cost); --no-callchain
-  std::string output = "perf.data";     // -o
-  std::optional<double> duration_s;     // -d
-  uint32_t mmap_pages = kDefaultMmapPages;         // -m
+  bool system_wide = false;                 // -a
+  std::vector<int> cpus;                    // -C (empty: all online CPUs)
+  std::optional<pid_t> pid;                 // -p
+  std::vector<std::string> command;         // the workload after `--`
+  std::optional<std::string> event;         // -e (unset: cycles, else cpu-clock)
+  std::optional<uint64_t> frequency;        // -F
+  std::optional<uint64_t> period;           // -c
+  bool callchain = false;                   // -g: user stacks too
+  bool kernel_callchain = true;             // kernel stacks (a BPF program's cost); --no-callchain
+  std::string output = "perf.data";         // -o
+  std::optional<double> duration_s;         // -d
+  uint32_t mmap_pages = kDefaultMmapPages;  // -m
   uint32_t sideband_pages = kDefaultSidebandPages;
-  bool bpf_stats = false;               // --bpf-stats: BPF_STATS_RUN_TIME on while recording
-  bool cgroup = false;                  // --cgroup: PERF_SAMPLE_CGROUP and CGROUP records
+  bool bpf_stats = false;  // --bpf-stats: BPF_STATS_RUN_TIME on while recording
+  bool cgroup = false;     // --cgroup: PERF_SAMPLE_CGROUP and CGROUP records
+  // -z / --compression-level[=n]: ring data as zstd COMPRESSED records of
+  // this level (1..22); unset: uncompressed.
+  std::optional<int> compression_level;
   // The enricher's scheduling request and thread layout (see EnricherConfig);
   // changed only to measure what they buy (bench/short_lived.sh).
   perfdata::EnricherSched enricher_sched = perfdata::EnricherSched::kFifo;

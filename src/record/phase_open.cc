@@ -2,13 +2,12 @@
 // The recording's first phase: the workload held, the capture or the
 // enricher started, the events opened on every CPU, the file created.
 #include <dirent.h>
+#include <fmt/format.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <memory>
-
-#include <fmt/format.h>
 
 #include "bpf/query.h"
 #include "perf/event_open.h"
@@ -50,7 +49,8 @@ EventRequest event_request(const RecordOptions& o, const perf::EventSpec& spec,
   EventRequest r;
   r.sampling.event = spec;
   r.sampling.period = o.period;
-  r.sampling.freq = o.period ? std::nullopt : std::optional(o.frequency.value_or(kDefaultFrequency));
+  r.sampling.freq =
+      o.period ? std::nullopt : std::optional(o.frequency.value_or(kDefaultFrequency));
   r.sampling.callchain = o.callchain || o.kernel_callchain;
   r.sampling.user_callchain = o.callchain;
   r.sampling.inherit = !o.samples_system_wide();
@@ -78,7 +78,8 @@ Result<std::unique_ptr<Recorder>> Recorder::open(const RecordOptions& o, const R
   std::unique_ptr<Recorder> r(new Recorder(o, sink, std::move(signals)));
   r->online_ = std::move(online);
   if (!o.command.empty()) {
-    BPFPROF_ASSIGN_OR_RETURN(Workload w, Workload::fork_held(o.command, r->signals_.previous_mask()));
+    BPFPROF_ASSIGN_OR_RETURN(Workload w,
+                             Workload::fork_held(o.command, r->signals_.previous_mask()));
     r->workload_.emplace(std::move(w));
     if (!o.samples_system_wide()) r->tids_.push_back(r->workload_->pid());
   } else if (o.pid) {
@@ -150,6 +151,12 @@ Status Recorder::create_file() {
   attrs[1].ids = events_->events.sideband_ids();
   BPFPROF_ASSIGN_OR_RETURN(OutputFile out, OutputFile::create(o_.output, std::move(attrs)));
   out_.emplace(std::move(out));
+  if (o_.compression_level) {
+    // What perf states as mmap_len: the sampling ring's mapping, header page
+    // included; no COMPRESSED record decompresses to more.
+    const auto mmap_len = static_cast<uint32_t>((o_.mmap_pages + 1) * ::sysconf(_SC_PAGESIZE));
+    BPFPROF_TRY(out_->writer().enable_compression(*o_.compression_level, mmap_len));
+  }
   return ok_status();
 }
 

@@ -8,6 +8,9 @@
 
 namespace bpfprof::record {
 
+// Ring data goes through append_compressed (COMPRESSED records under -z, as
+// perf compresses only what it reads from the rings); everything else the
+// recorder writes, and FINISHED_ROUND, stays uncompressed, as with perf.
 // Each pass: what the capture (or the enricher) learned since the last one
 // goes into the data, then the round closes.
 Status Recorder::end_pass(bool copied) {
@@ -38,7 +41,7 @@ Status Recorder::end_pass(bool copied) {
 void Recorder::run() {
   perfdata::FileWriter& writer = out_->writer();
   loop_ = std::make_unique<DrainLoop>(
-      events_->events, *layout_, [&writer](Bytes b) { return writer.append(b); },
+      events_->events, *layout_, [&writer](Bytes b) { return writer.append_compressed(b); },
       [this](bool copied) { return end_pass(copied); });
   if (in_kernel_) {
     PassHooks hooks;
