@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <optional>
+
 namespace bpfprof::cli {
 namespace {
 
@@ -37,6 +39,40 @@ TEST_F(RecordCommandTest, PerfStyleFlagsAndCommand) {
   EXPECT_EQ(o->mmap_pages, record::kDefaultMmapPages);
 }
 
+// -z, --compression-level[=n] as perf takes them: -z is 1, 0 is 1, more
+// than 22 is 22; a value only after '='.
+TEST_F(RecordCommandTest, CompressionLevelAsPerf) {
+  struct Case {
+    std::vector<std::string> args;
+    std::optional<int> level;
+  };
+  for (const Case& c :
+       {Case{{"record", "-a"}, std::nullopt}, Case{{"record", "-a", "-z"}, 1},
+        Case{{"record", "-za"}, 1}, Case{{"record", "-a", "--compression-level"}, 1},
+        Case{{"record", "-a", "--compression-level=5"}, 5},
+        Case{{"record", "-a", "--compression-level=0"}, 1},
+        Case{{"record", "-a", "--compression-level=30"}, 22}}) {
+    flags_.compression_level = 0;
+    auto o = parse(c.args);
+    ASSERT_TRUE(o.ok()) << c.args.back() << ": " << o.error().to_string();
+    EXPECT_EQ(o->compression_level, c.level) << c.args.back();
+  }
+}
+
+TEST_F(RecordCommandTest, CompressionLevelGluedToShortFlagIsRefusedWithAHint) {
+  auto o = parse({"record", "-a", "-z5"});
+  ASSERT_FALSE(o.ok());
+  EXPECT_NE(o.error().message.find("--compression-level=5"), std::string::npos)
+      << o.error().message;
+}
+
+TEST_F(RecordCommandTest, BareZLeavesTheCommandAlone) {
+  auto o = parse({"record", "-z", "sleep", "1"});
+  ASSERT_TRUE(o.ok()) << o.error().to_string();
+  EXPECT_EQ(o->compression_level, 1);
+  EXPECT_EQ(o->command, (std::vector<std::string>{"sleep", "1"}));
+}
+
 TEST_F(RecordCommandTest, CommandWithoutDashDashKeepsItsOwnFlags) {
   auto o = parse({"record", "-a", "-q", "ls", "-l", "-a"});
   ASSERT_TRUE(o.ok()) << o.error().to_string();
@@ -51,7 +87,8 @@ TEST_F(RecordCommandTest, DashDashKeepsEverythingAfterIt) {
 }
 
 TEST_F(RecordCommandTest, DurationCpusPidPages) {
-  auto o = parse({"record", "-C", "0-1", "-d", "2.5", "-m", "64", "-e", "cpu-clock", "-c", "10000"});
+  auto o =
+      parse({"record", "-C", "0-1", "-d", "2.5", "-m", "64", "-e", "cpu-clock", "-c", "10000"});
   ASSERT_TRUE(o.ok()) << o.error().to_string();
   EXPECT_EQ(o->cpus, (std::vector<int>{0, 1}));
   EXPECT_EQ(o->duration_s, 2.5);
