@@ -2,14 +2,19 @@
 // `bpfprof record -z` of the BPF workload: the ring data is in COMPRESSED
 // records, every program's KSYMBOL comes back through them with its name and
 // range, bpfprof's report counts what the reader sees, and Linux perf 6.1
-// (report, script) reads the file without a word and counts the same samples.
+// (report, script) reads the file without a word and counts the same samples,
+// also after the recorder was killed.
 #include <gtest/gtest.h>
+#include <signal.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
+#include <thread>
 
 #include "perf/abi.h"
 #include "perfdata/reader.h"
@@ -92,6 +97,36 @@ TEST_F(CompressedRecordTest, LinuxPerfReadsItAndCountsTheSameSamples) {
   EXPECT_EQ(report.err, "") << "perf report warned";
   RunResult header = run({"perf", "report", "-i", g->data, "--header-only"});
   EXPECT_NE(header.out.find("# compressed : Zstd, level = 1"), std::string::npos) << header.out;
+}
+
+// A -z recorder killed with SIGKILL: no feature sections, yet perf 6.1
+// decompresses the rounds on disk (feature 27 rides in a HEADER_FEATURE
+// record at the start of the data) and counts the samples bpfprof counts.
+TEST_F(CompressedRecordTest, AKilledRecordersFileIsReadByPerfToo) {
+  const std::string data = g->dir.file("killed.data");
+  {
+    Background recorder(
+        {kBin + "/bpfprof", "record", "-a", "-g", "-F", "999", "-q", "-z", "-o", data});
+    uint64_t data_size = 0;
+    for (int i = 0; i < 100 && data_size == 0; i++) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      std::vector<std::byte> b = read_file_bytes(data);
+      if (b.size() >= 104) std::memcpy(&data_size, b.data() + 48, sizeof data_size);
+    }
+    ASSERT_GT(data_size, 0u) << "the recorder never finished a round";
+    std::this_thread::sleep_for(std::chrono::milliseconds(2000));
+    EXPECT_EQ(recorder.stop(SIGKILL), 128 + SIGKILL);
+  }
+  Recording killed = read_recording(data);
+  ASSERT_GT(killed.samples.size(), 100u);
+  RunResult script = run({"perf", "script", "-i", data, "-F", "time,ip", "-G", "--ns"});
+  ASSERT_EQ(script.exit_code, 0) << script.err;
+  EXPECT_EQ(script.err, "") << "perf script warned";
+  const auto lines = static_cast<size_t>(std::count(script.out.begin(), script.out.end(), '\n'));
+  EXPECT_EQ(lines, killed.samples.size());
+  auto r = perfdata::FileReader::open(data);
+  ASSERT_TRUE(r.ok()) << r.error().to_string();
+  EXPECT_TRUE(r->features_in_stream());
 }
 
 }  // namespace
