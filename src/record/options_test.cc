@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "record/options.h"
 
-#include <cerrno>
-
 #include <gtest/gtest.h>
 
+#include <cerrno>
+
 #include "record/event_set.h"
+#include "record/progress.h"
+#include "record/recorder.h"
 
 namespace bpfprof::record {
 namespace {
@@ -89,6 +91,31 @@ TEST(RefusalWordingTest, CpuWideEventsSayWhyTheyAreNeeded) {
   EXPECT_NE(task.message.find("kernel.perf_event_paranoid <= 1 (now "), std::string::npos)
       << task.message;
   EXPECT_EQ(task.message.find("system-wide"), std::string::npos) << task.message;
+}
+
+TEST(RecordOptionsTest, CompressionLevelIsOneToTwentyTwo) {
+  RecordOptions o;
+  o.system_wide = true;
+  for (int level : {1, 3, 22}) {
+    o.compression_level = level;
+    EXPECT_TRUE(validate(o).ok()) << level;
+  }
+  for (int level : {0, 23, -1}) {
+    o.compression_level = level;
+    EXPECT_FALSE(validate(o).ok()) << level;
+  }
+}
+
+// The summary line names the ring data's original size and ratio under -z,
+// as perf record -z does, and nothing of the kind without it.
+TEST(RecordSummaryTest, SaysTheCompressionRatioUnderZ) {
+  RecordStats s;
+  s.output = "z.data";
+  EXPECT_EQ(format_summary(s).find("compressed"), std::string::npos);
+  s.compressed_in = 3 * 1024 * 1024;
+  s.compressed_out = 256 * 1024;
+  EXPECT_NE(format_summary(s).find("; ring data 3.000 MB compressed 12.0x"), std::string::npos)
+      << format_summary(s);
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <set>
 #include <utility>
 
+#include "perfdata/record_compressor.h"
 #include "record/phases.h"
 #include "record/run_stats_table.h"
 
@@ -59,6 +60,10 @@ Result<RecordStats> Recorder::finish() {
   if (!named.ok()) return std::move(named).error();
   RecordStats stats = figures(c, features, std::move(enrichment));
   stats.workload_status = workload_status;
+  if (const perfdata::RecordCompressor* z = writer.compressor()) {
+    stats.compressed_in = z->bytes_in();
+    stats.compressed_out = z->bytes_out();
+  }
   return stats;
 }
 
@@ -109,7 +114,7 @@ RecordStats Recorder::figures(const DrainCounters& c, const perfdata::Features& 
   stats.stop_signal = loop_->stop_signal();
   stats.elapsed_s = static_cast<double>(t1_ - t0_) / 1e9;
   stats.output = o_.output;
-  struct stat st{};
+  struct stat st {};
   if (::stat(o_.output.c_str(), &st) == 0) stats.file_bytes = static_cast<uint64_t>(st.st_size);
   return stats;
 }

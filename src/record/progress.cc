@@ -11,11 +11,19 @@ std::string format_progress(const Progress& p) {
 }
 
 std::string format_summary(const RecordStats& s) {
+  std::string compressed;
+  if (s.compressed_out > 0) {
+    // As perf record -z says it: what the ring data was and the ratio.
+    compressed =
+        fmt::format("; ring data {:.3f} MB compressed {:.1f}x",
+                    static_cast<double>(s.compressed_in) / (1024.0 * 1024.0),
+                    static_cast<double>(s.compressed_in) / static_cast<double>(s.compressed_out));
+  }
   return fmt::format(
       "[ bpfprof record: {} samples, {} lost, {} BPF programs ({} synthesized, {} loaded during "
-      "recording), {} enriched, {} gone before enrichment; wrote {} ({:.3f} MB) ]",
+      "recording), {} enriched, {} gone before enrichment; wrote {} ({:.3f} MB{}) ]",
       s.samples, s.lost, s.bpf_programs(), s.bpf_synthesized, s.bpf_loaded_live, s.bpf_enriched,
-      s.bpf_gone, s.output, static_cast<double>(s.file_bytes) / (1024.0 * 1024.0));
+      s.bpf_gone, s.output, static_cast<double>(s.file_bytes) / (1024.0 * 1024.0), compressed);
 }
 
 std::string format_enrichment(const EnrichmentStats& e) {
@@ -31,11 +39,12 @@ std::string format_enrichment(const EnrichmentStats& e) {
                            : std::string("; no reference held");
     return out;
   }
-  return fmt::format("enrichment: {} programs, {} gone first; {} thread{}{} ({}), median/max hold "
-                     "time {:.0f}/{:.0f} \u00b5s",
-                     e.programs.size(), e.gone(), e.threads, e.threads == 1 ? "" : "s", e.pinned ? " pinned per CPU" : "",
-                     perfdata::sched_name(e.sched), static_cast<double>(e.median_hold_ns()) / 1e3,
-                     static_cast<double>(e.max_hold_ns()) / 1e3);
+  return fmt::format(
+      "enrichment: {} programs, {} gone first; {} thread{}{} ({}), median/max hold "
+      "time {:.0f}/{:.0f} \u00b5s",
+      e.programs.size(), e.gone(), e.threads, e.threads == 1 ? "" : "s",
+      e.pinned ? " pinned per CPU" : "", perfdata::sched_name(e.sched),
+      static_cast<double>(e.median_hold_ns()) / 1e3, static_cast<double>(e.max_hold_ns()) / 1e3);
 }
 
 }  // namespace bpfprof::record

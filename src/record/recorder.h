@@ -19,8 +19,8 @@ namespace bpfprof::record {
 
 // Where the recorder reports while it runs (both may be empty).
 struct RecordSink {
-  std::function<void(std::string_view)> notice;       // one line, e.g. the PMU fallback
-  std::function<void(const Progress&)> progress;      // about twice a second
+  std::function<void(std::string_view)> notice;   // one line, e.g. the PMU fallback
+  std::function<void(const Progress&)> progress;  // about twice a second
   // Once the recording runs (output created, events enabled, command
   // started): notices told before this are the caller's to hold, so a
   // failure to start is one line.
@@ -29,17 +29,17 @@ struct RecordSink {
 
 // What a recording did: the summary line and the enrichment figures.
 struct RecordStats {
-  std::string event_name;             // the sampling event used
+  std::string event_name;  // the sampling event used
   uint64_t samples = 0;
-  uint64_t lost = 0;                  // LOST records' counts (sampling + side-band) + LOST_SAMPLES
+  uint64_t lost = 0;  // LOST records' counts (sampling + side-band) + LOST_SAMPLES
   uint64_t lost_sideband = 0;
   uint64_t throttles = 0;
-  uint64_t records = 0;               // live records written
+  uint64_t records = 0;  // live records written
   std::optional<uint64_t> first_sample_time, last_sample_time;
-  size_t bpf_synthesized = 0;         // programs loaded before recording
-  size_t bpf_loaded_live = 0;         // PROG_LOADs seen during recording
-  size_t bpf_enriched = 0;            // distinct programs with stored info
-  size_t bpf_gone = 0;                // unloaded before their info could be read
+  size_t bpf_synthesized = 0;  // programs loaded before recording
+  size_t bpf_loaded_live = 0;  // PROG_LOADs seen during recording
+  size_t bpf_enriched = 0;     // distinct programs with stored info
+  size_t bpf_gone = 0;         // unloaded before their info could be read
   size_t trampolines = 0;
   EnrichmentStats enrichment;
   StopReason stop_reason = StopReason::kDuration;
@@ -48,6 +48,8 @@ struct RecordStats {
   double elapsed_s = 0;
   std::string output;
   uint64_t file_bytes = 0;
+  // -z: ring bytes compressed and the COMPRESSED records' bytes (0 without).
+  uint64_t compressed_in = 0, compressed_out = 0;
   size_t bpf_programs() const { return bpf_synthesized + bpf_loaded_live; }
 };
 
