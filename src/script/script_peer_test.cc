@@ -14,12 +14,15 @@
 #include <cstdlib>
 #include <filesystem>
 #include <map>
+#include <memory>
+#include <optional>
 #include <regex>
 #include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "symbols/elf_symbols.h"
 #include "testing/subprocess.h"
 
 namespace bpfprof::script {
@@ -64,6 +67,26 @@ Samples parse(const std::string& text) {
 
 std::string name_of(const std::string& sym) { return sym.substr(0, sym.rfind("+0x")); }
 
+// Whether perf's [unknown] user frame is a return address one past the end
+// of a sized function (its last instruction a call that does not return)
+// that no symbol covers, and ours names that function at +size.
+bool return_address_at_symbol_end(const Frame& p, const Frame& o) {
+  static std::map<std::string, std::unique_ptr<symbols::ElfSymbols>> files;
+  std::unique_ptr<symbols::ElfSymbols>& file = files[p.dso];
+  if (!file) {
+    auto loaded = symbols::ElfSymbols::load(p.dso, "/");
+    if (!loaded.ok()) return false;
+    file = std::move(loaded.value());
+  }
+  const std::optional<uint64_t> vaddr = file->offset_to_vaddr(p.ip);
+  if (!vaddr || *vaddr == 0 || file->find(*vaddr)) return false;
+  const auto called = file->find(*vaddr - 1);
+  char off[32];
+  std::snprintf(off, sizeof(off), "+0x%llx", static_cast<unsigned long long>(called ? called->size : 0));
+  return called && called->size != 0 && called->addr + called->size == *vaddr &&
+         o.sym == std::string(called->name) + off;
+}
+
 // Why a frame differs, for the classes bpfprof differs in on purpose; ""
 // for a difference no class explains.
 std::string classify(const std::vector<Frame>& perf, const std::vector<Frame>& ours, size_t i) {
@@ -82,6 +105,11 @@ std::string classify(const std::vector<Frame>& perf, const std::vector<Frame>& o
     // perf names the return address; we name the call (address - 1), the
     // function that made it.
     return "return_address_at_symbol_start";
+  }
+  if (i > 0 && p.sym == "[unknown]" && p.dso == o.dso && return_address_at_symbol_end(p, o)) {
+    // The same at a function's end where no symbol starts: perf finds no
+    // symbol at the return address, we name the call's function.
+    return "return_address_at_symbol_end";
   }
   if (p.dso == "[kernel.kallsyms]" && o.dso == p.dso && p.sym.substr(p.sym.rfind("+0x")) ==
                                                             o.sym.substr(o.sym.rfind("+0x"))) {

@@ -30,6 +30,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <fstream>
 #include <map>
@@ -110,8 +111,12 @@ Profiles ours_from_json(const std::string& lines, size_t& samples) {
   std::istringstream in(lines);
   for (std::string line; std::getline(in, line);) {
     const auto j = nlohmann::json::parse(line);
-    samples++;
     const uint64_t tid = j["tid"].get<uint64_t>(), ns = j["time"].get<uint64_t>();
+    // A sample of tid -1 (a thread the kernel no longer maps to an id):
+    // speedscope does not read a header with a negative tid as perf
+    // script's (neither perf's nor ours), see speedscope_from_export.
+    if (static_cast<int32_t>(tid) == -1) continue;
+    samples++;
     std::string comm = j["comm"].get<std::string>();
     if (comm.empty()) comm = ":" + std::to_string(tid);  // as the text prints an unnamed thread
     const std::string profile = tid != 0 ? comm + " tid: " + std::to_string(tid) : comm;
@@ -142,6 +147,9 @@ Profiles speedscope_from_export(const nlohmann::json& file) {
   }
   Profiles out;
   for (const auto& p : file["profiles"]) {
+    // The thread of a tid -1 header: speedscope keeps the whole header as
+    // its name ("comm    -1 [001] 21560.053008: tid: <period>").
+    if (p["name"].get<std::string>().find(" -1 [") != std::string::npos) continue;
     EXPECT_EQ(p["type"], "evented") << p["name"];
     std::vector<Stretch>& stretches = out[p["name"].get<std::string>()];
     Stack open;

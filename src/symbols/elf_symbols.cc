@@ -80,6 +80,18 @@ std::vector<bool> text_sections(Elf* elf) {
   return text;
 }
 
+// The end of the allocated code section holding `addr`, or `addr` if none does.
+uint64_t code_section_end(Elf* elf, uint64_t addr) {
+  for (Elf_Scn* scn = elf_nextscn(elf, nullptr); scn; scn = elf_nextscn(elf, scn)) {
+    GElf_Shdr sh;
+    if (gelf_getshdr(scn, &sh) && (sh.sh_flags & SHF_ALLOC) && (sh.sh_flags & SHF_EXECINSTR) &&
+        addr >= sh.sh_addr && addr - sh.sh_addr < sh.sh_size) {
+      return sh.sh_addr + sh.sh_size;
+    }
+  }
+  return addr;
+}
+
 bool is_label(const GElf_Sym& s, const std::vector<bool>& text) {
   const int vis = GELF_ST_VISIBILITY(s.st_other);
   return GELF_ST_TYPE(s.st_info) == STT_NOTYPE && s.st_shndx != SHN_UNDEF && s.st_shndx < text.size() &&
@@ -224,6 +236,9 @@ Result<std::unique_ptr<ElfSymbols>> ElfSymbols::load_elf(UniqueFd fd, std::uniqu
   out->names_ = names;
   sort_by_address(raw);
   out->keep_preferred_aliases(raw);
+  // The last symbol, if unsized (_fini, at the end of .fini), runs to the
+  // end of its code section: perf names a sample at _fini too.
+  if (!raw.empty() && raw.back().size == 0) raw.back().size = code_section_end(elf, raw.back().addr) - raw.back().addr;
   out->symbols_ = std::move(raw);
   out->demangled_ = std::make_unique<std::atomic<const std::string*>[]>(out->symbols_.size());
   out->serial_ = next_timeline_serial();
@@ -385,7 +400,8 @@ std::optional<ElfSymbols::Symbol> ElfSymbols::find(uint64_t vaddr) const {
     if (it != symbols_.begin()) {
       const size_t at = static_cast<size_t>(it - symbols_.begin()) - 1;
       const Raw& s = symbols_[at];
-      // Unsized (hand-written assembly): up to the next symbol, if there is one.
+      // Unsized (hand-written assembly): up to the next symbol, if there is
+      // one (the last one was given its section's end at load).
       if (s.size != 0 ? vaddr - s.addr < s.size : it != symbols_.end()) i = at;
     }
     m = {serial_, vaddr, i};

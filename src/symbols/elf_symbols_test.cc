@@ -30,12 +30,17 @@ struct Sym {
   uint8_t type = STT_FUNC;
 };
 
+struct CodeSection {
+  uint64_t addr = 0, size = 0;
+};
+
 // A 64-bit ELF file with .symtab/.strtab/.shstrtab holding `syms` in this
 // order; `strtab_tail` is appended to the string table after the names (no
-// NUL unless it has one), and a symbol named "@tail" is named by it.
+// NUL unless it has one), and a symbol named "@tail" is named by it; `code`,
+// if sized, adds an allocated executable section (.fini) there.
 class ElfFile {
  public:
-  explicit ElfFile(const std::vector<Sym>& syms, const std::string& strtab_tail = "") {
+  explicit ElfFile(const std::vector<Sym>& syms, const std::string& strtab_tail = "", CodeSection code = {}) {
     path_ = dir_.file("test.elf");
     const int fd = ::open(path_.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     if (fd < 0 || elf_version(EV_CURRENT) == EV_NONE) return;
@@ -65,12 +70,19 @@ class ElfFile {
     }
     for (size_t i : named_by_tail) symtab_[i].st_name = static_cast<Elf64_Word>(strtab_.size());
     strtab_ += strtab_tail;
-    shstrtab_ = std::string("\0.symtab\0.strtab\0.shstrtab\0", 27);
+    shstrtab_ = std::string("\0.symtab\0.strtab\0.shstrtab\0.fini\0", 33);
 
     Elf_Scn* sym_scn = add_section(elf, 1, SHT_SYMTAB, symtab_.data(), symtab_.size() * sizeof(Elf64_Sym),
                                    ELF_T_SYM, sizeof(Elf64_Sym));
     Elf_Scn* str_scn = add_section(elf, 9, SHT_STRTAB, strtab_.data(), strtab_.size(), ELF_T_BYTE, 0);
     Elf_Scn* shstr_scn = add_section(elf, 17, SHT_STRTAB, shstrtab_.data(), shstrtab_.size(), ELF_T_BYTE, 0);
+    if (code.size != 0) {
+      code_.assign(code.size, '\xc3');
+      Elf64_Shdr* sh = elf64_getshdr(add_section(elf, 27, SHT_PROGBITS, code_.data(), code_.size(), ELF_T_BYTE, 0));
+      sh->sh_flags = SHF_ALLOC | SHF_EXECINSTR;
+      sh->sh_addr = code.addr;
+      sh->sh_size = code.size;
+    }
     Elf64_Shdr* sym_sh = elf64_getshdr(sym_scn);
     sym_sh->sh_link = static_cast<Elf64_Word>(elf_ndxscn(str_scn));
     eh->e_shstrndx = static_cast<Elf64_Half>(elf_ndxscn(shstr_scn));
@@ -101,7 +113,7 @@ class ElfFile {
   bpfprof::testing::TempDir dir_;  // removed with the file
   std::string path_;
   std::vector<Elf64_Sym> symtab_;
-  std::string strtab_, shstrtab_;
+  std::string strtab_, shstrtab_, code_;
   bool ok_ = false;
 };
 
@@ -168,10 +180,27 @@ TEST(ElfSymbolsTest, ManyAddressesAcrossTheRangeFindTheirFirstAlias) {
   const ElfSymbols& e = *loaded.value();
   ASSERT_EQ(e.size(), expected.size());
   for (const auto& [addr, want] : expected) {
-    // An unsized symbol runs to the next one: the last address has none.
+    // An unsized symbol runs to the next one; the last one, in no code
+    // section here, has none.
     const bool runs_to_nothing = addr == expected.rbegin()->first && want.first >= 2;
     EXPECT_EQ(found_name(e, addr), runs_to_nothing ? "<none>" : want.second) << std::hex << addr;
   }
+}
+
+// The last unsized symbol runs to the end of its code section (_fini, at the
+// end of .fini: perf names a sample there _fini too).
+TEST(ElfSymbolsTest, LastUnsizedSymbolRunsToTheEndOfItsSection) {
+  ElfFile f({{"sized", 0x1000, 0x10, false}, {"_init", 0x2000, 0, true}, {"_fini", 0x3010, 0, true}}, "",
+            CodeSection{0x3010, 9});
+  ASSERT_TRUE(f.ok());
+  auto loaded = ElfSymbols::load(f.path());
+  ASSERT_TRUE(loaded.ok()) << loaded.error().message;
+  const ElfSymbols& e = *loaded.value();
+  EXPECT_EQ(found_name(e, 0x1010), "<none>") << "past a sized symbol's end";
+  EXPECT_EQ(found_name(e, 0x300f), "_init");
+  EXPECT_EQ(found_name(e, 0x3010), "_fini");
+  EXPECT_EQ(found_name(e, 0x3018), "_fini");
+  EXPECT_EQ(found_name(e, 0x3019), "<none>") << "past .fini";
 }
 
 // A string table whose last name runs off its end: that name is left out,
