@@ -7,8 +7,9 @@ set -euo pipefail
 packages=(
   # build
   build-essential cmake ninja-build pkg-config clang llvm
-  # a compiler cache: CI's machine keeps it between runs (scripts/build.sh)
-  ccache
+  # a compiler cache: CI's machine keeps it between runs (scripts/build.sh),
+  # and a faster linker (CMakeLists.txt)
+  ccache lld
   # the Debian package (scripts/package.sh): dpkg-shlibdeps derives its Depends
   dpkg-dev
   # libraries

@@ -45,7 +45,8 @@ ctest_counts() {
        END { printf "%d passed, %d failed, %d skipped", p, f, s }' "$1"
 }
 
-# Kernel tests run serially whatever -j says (RUN_SERIAL, docs/design.md).
+# Kernel tests run one at a time beside the unit tests whatever -j says (the
+# resource lock bpfprof_kernel, docs/design.md).
 phase "install and build"
 ctest --test-dir "$build" -j2 --output-on-failure --timeout 600 2>&1 | tee "$logs/plain" || status=$?
 check_skips "$logs/plain" "plain build"
@@ -79,28 +80,43 @@ phase "tests under ASan+UBSan: $(ctest_counts "$logs/asan")"
 # tracefs thread (record module and kernel record tests), report's parallel
 # passes (pipeline tests; golden tests, which run report and script with -j
 # and the symbolizer's threads), top. Each binary runs directly, serially
-# (kernel tests among them).
+# (kernel tests among them). Two lanes, as ctest runs the other trees: the
+# kernel tests' binaries one after another, and beside them the others'.
 tsan=${BPFPROF_TSAN_BUILD_DIR:-build-tsan}
-tsan_tests=(src/record/bpfprof_record_test src/record/bpfprof_record_kernel_test
-            tests/bpfprof_kernel_record_test tests/bpfprof_pipeline_test
-            tests/golden/bpfprof_golden_test src/top/bpfprof_top_test
-            src/top/bpfprof_top_kernel_test)
+tsan_kernel=(src/record/bpfprof_record_kernel_test tests/bpfprof_kernel_record_test
+             src/top/bpfprof_top_kernel_test)
+tsan_unit=(src/record/bpfprof_record_test tests/bpfprof_pipeline_test
+           tests/golden/bpfprof_golden_test src/top/bpfprof_top_test)
+tsan_tests=("${tsan_kernel[@]}" "${tsan_unit[@]}")
 BPFPROF_BUILD_DIR=$tsan BPFPROF_CMAKE_ARGS=-DBPFPROF_TSAN=ON scripts/build.sh \
   bpfprof bpfprof-workload "${tsan_tests[@]##*/}"
 phase "TSan build"
-tsan_failed=0
-for t in "${tsan_tests[@]}"; do
-  echo "test: under TSan: $t"
-  # From the binary's directory, as ctest runs it.
-  if ! (cd "$tsan/$(dirname "$t")" && timeout 1200 "./$(basename "$t")") >"$logs/tsan.one" 2>&1; then
-    cat "$logs/tsan.one"
-    echo "test: FAILED under TSan: $t"
-    tsan_failed=$((tsan_failed + 1))
-    status=1
-  fi
-  grep -E '^\[  (PASSED|FAILED|SKIPPED) *\]' "$logs/tsan.one" | sed 's/^/  /'
-  cat "$logs/tsan.one" >>"$logs/tsan"
-done
+# tsan_lane NAME BINARY...: runs each in turn from its directory (as ctest
+# does); the lane's report goes to $logs/tsan.NAME, one line per failure to
+# $logs/tsan.NAME.failed.
+tsan_lane() {
+  local lane=$1 t
+  shift
+  : >"$logs/tsan.$lane.failed"
+  for t in "$@"; do
+    echo "test: under TSan: $t"
+    if ! (cd "$tsan/$(dirname "$t")" && timeout 1200 "./$(basename "$t")") >"$logs/tsan.$lane.one" 2>&1; then
+      cat "$logs/tsan.$lane.one"
+      echo "test: FAILED under TSan: $t"
+      echo "$t" >>"$logs/tsan.$lane.failed"
+    fi
+    sed -n -E 's/^(\[  (PASSED|FAILED|SKIPPED) *\].*)/  \1/p' "$logs/tsan.$lane.one"
+    cat "$logs/tsan.$lane.one" >>"$logs/tsan.$lane.all"
+  done >"$logs/tsan.$lane" 2>&1
+}
+tsan_lane kernel "${tsan_kernel[@]}" &
+kernel_lane=$!
+tsan_lane unit "${tsan_unit[@]}"
+wait "$kernel_lane" || status=1
+cat "$logs/tsan.kernel" "$logs/tsan.unit"
+cat "$logs/tsan.kernel.all" "$logs/tsan.unit.all" >"$logs/tsan"
+tsan_failed=$(cat "$logs/tsan.kernel.failed" "$logs/tsan.unit.failed" | wc -l)
+if [ "$tsan_failed" -ne 0 ]; then status=1; fi
 check_skips "$logs/tsan" "TSan"
 phase "test binaries under TSan: $((${#tsan_tests[@]} - tsan_failed)) passed, $tsan_failed failed"
 
