@@ -224,6 +224,12 @@ Result<std::unique_ptr<ElfSymbols>> ElfSymbols::load_elf(UniqueFd fd, std::uniqu
   // PLT entries are read from the file itself (a debug file has no PLT
   // contents).
   out->add_plt_symbols(elf, raw);
+  // The last symbol, if unsized (_fini, at the end of .fini), runs to the
+  // end of its code section: perf names a sample at _fini too. Read from
+  // the file's sections now, while they are mapped.
+  uint64_t last_addr = 0;
+  for (const Raw& r : raw) last_addr = std::max(last_addr, r.addr);
+  const uint64_t last_section_end = code_section_end(elf, last_addr);
   if (debug) {
     // The file's own mapping can go: its PLT names are copied.
     image->elf = std::move(debug->elf);
@@ -236,9 +242,7 @@ Result<std::unique_ptr<ElfSymbols>> ElfSymbols::load_elf(UniqueFd fd, std::uniqu
   out->names_ = names;
   sort_by_address(raw);
   out->keep_preferred_aliases(raw);
-  // The last symbol, if unsized (_fini, at the end of .fini), runs to the
-  // end of its code section: perf names a sample at _fini too.
-  if (!raw.empty() && raw.back().size == 0) raw.back().size = code_section_end(elf, raw.back().addr) - raw.back().addr;
+  if (!raw.empty() && raw.back().size == 0) raw.back().size = last_section_end - raw.back().addr;
   out->symbols_ = std::move(raw);
   out->demangled_ = std::make_unique<std::atomic<const std::string*>[]>(out->symbols_.size());
   out->serial_ = next_timeline_serial();
