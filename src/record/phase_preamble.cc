@@ -2,6 +2,8 @@
 // The recording's second phase: the host as it is when recording starts
 // (host::Snapshot) into the file, before any sample; then sampling and the
 // workload start.
+#include <fmt/format.h>
+
 #include <set>
 
 #include "host/vdso.h"
@@ -37,6 +39,14 @@ Status Recorder::preamble() {
   BPFPROF_ASSIGN_OR_RETURN(bpf_, write_file_start(snapshot));
   if (switched_) file_.add(bpf_.infos, bpf_.btfs);
   file_.synthesized = bpf_.synthesized;
+  if (switched_ && o_.switch_output->mode == SwitchOutput::Mode::kSize &&
+      out_->writer().data_bytes() >= o_.switch_output->bytes && sink_.notice) {
+    // perf warns likewise of a size below its ring buffers.
+    sink_.notice(fmt::format(
+        "--switch-output: each file starts with {:.1f} MB of its own (the kallsyms snapshot, "
+        "threads, programs), more than the size given: a new file at every drain",
+        static_cast<double>(out_->writer().data_bytes()) / (1024.0 * 1024.0)));
+  }
   if (!events_->sampling.enable_on_exec) BPFPROF_TRY(events_->events.enable_sampling());
   if (workload_) BPFPROF_TRY(workload_->start());
   if (sink_.started) sink_.started();
