@@ -17,10 +17,12 @@
 namespace bpfprof::record {
 
 Result<RecordStats> Recorder::finish() {
-  // A switch that failed left no file open: the files before it are complete.
+  // A switch that failed before the next file had its start (a full disk,
+  // the directory gone): that file holds no ring data and goes; the files
+  // before it are complete.
   if (!out_ || !sections_) {
     if (workload_) workload_->terminate_and_reap();
-    if (out_) (void)abandon(make_error(Errc::kIo, "switch failed"));
+    if (out_) out_->abandon();
     return stop_.ok() ? make_error(Errc::kIo, "the next output file was not started")
                       : std::move(stop_).error();
   }

@@ -7,9 +7,12 @@
 // named in the later ones, --switch-max-files keeps the newest N (with -z:
 // each file its own zstd stream), a size switches too, and so does SIGUSR2.
 #include <gtest/gtest.h>
+#include <sched.h>
 #include <signal.h>
+#include <sys/mount.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
@@ -267,6 +270,42 @@ TEST(SwitchOutputSignalTest, SigusrTwoSwitches) {
     EXPECT_EQ(script.err, "") << f;
     EXPECT_NE(script.out, "") << f << " has samples";
   }
+}
+
+// A disk that fills while switching (a 3 MiB tmpfs, in a mount namespace of
+// this test's own): one line and exit 1; the files done before stay
+// complete, each read by perf and bpfprof alike, and nothing is left at the
+// output name.
+TEST(SwitchOutputDiskFullTest, FilesDoneStayCompleteAndTheErrorIsOneLine) {
+  if (std::string why = bpf_refusal(kBin); !why.empty()) BPFPROF_KERNEL_SKIP(why);
+  TempDir dir;
+  ASSERT_EQ(::unshare(CLONE_NEWNS), 0) << std::strerror(errno);
+  ASSERT_EQ(::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr), 0)
+      << std::strerror(errno);
+  ASSERT_EQ(::mount("none", dir.path().c_str(), "tmpfs", 0, "size=3m"), 0) << std::strerror(errno);
+  const std::string data = dir.file("perf.data");
+  RunResult r = run({kBin + "/bpfprof", "record", "-a", "-g", "-F", "999", "-q",
+                     "--switch-output=1s", "-o", data, "-d", "20"});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_NE(r.err.find("No space left on device"), std::string::npos) << r.err;
+  const std::vector<std::string> files = switched_files(dir.path(), data);
+  ASSERT_GE(files.size(), 1u) << r.err;
+  for (const std::string& f : files) {
+    // The last one, that the disk filled, is cut back to its last complete
+    // round: maybe before its first sample.
+    const bool filled = &f == &files.back();
+    const FileView v = view(f);
+    ASSERT_EQ(v.report.exit_code, 0) << f << ": " << v.report.err;
+    ASSERT_EQ(v.script.exit_code, 0) << f << ": " << v.script.err;
+    EXPECT_EQ(v.script.err, "") << f;
+    if (!filled) {
+      EXPECT_GT(v.perf_samples, 0u) << f;
+    }
+    EXPECT_EQ(v.json.at("samples").get<uint64_t>(), v.perf_samples) << f;
+  }
+  EXPECT_FALSE(std::filesystem::exists(data)) << "a file left at the output name";
+  ::umount(dir.path().c_str());
 }
 
 }  // namespace
