@@ -6,12 +6,15 @@
 // a fresh kallsyms snapshot, the threads and maps, every BPF program alive
 // (KSYMBOL + BPF_EVENT, info and BTF), who holds them and where they are
 // attached. What the rings received meanwhile waits there for the next
-// pass: no record is lost or written twice.
+// pass: no record is lost or written twice, and a program unloaded in
+// between is described too, for its samples there.
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <utility>
 
+#include "bpf/query.h"
+#include "host/synth_records.h"
 #include "perfdata/features.h"
 #include "record/phases.h"
 
@@ -62,7 +65,69 @@ Status Recorder::switch_output() {
   BPFPROF_ASSIGN_OR_RETURN(host::BpfSynthesis synthesis, write_file_start(snapshot));
   file_.synthesized = std::move(synthesis.synthesized);
   file_.add(synthesis.infos, synthesis.btfs);
-  return ok_status();
+  return write_dying_programs(features);
+}
+
+// A program unloaded after the last file's last drain and before the
+// listing above is not listed, yet its last samples, and its unload, wait
+// in the rings for this file: it is described here as the listing would
+// have, from its info — the last file's, or one the capture (or the
+// enricher) learned since that drain, which is taken now into this file
+// (a program loaded just before the drain is reported at its syscall's
+// exit, after its PROG_LOAD).
+Status Recorder::write_dying_programs(const perfdata::Features& last_file) {
+  perfdata::FileWriter& writer = out_->writer();
+  std::vector<bpf::ProgInfo> learned;
+  std::vector<bpf::BtfBlob> learned_btfs;
+  if (in_kernel_) {
+    BPFPROF_TRY(in_kernel_->after_pass());
+    in_kernel_->take_learned(learned, learned_btfs);
+  }
+  enricher_->take_learned(learned, learned_btfs);
+  BPFPROF_TRY(hand_to_writer(writer, learned, learned_btfs));
+  for (const bpf::ProgInfo& p : learned) handed_.insert(p.id());
+  file_.add(learned, learned_btfs);
+
+  std::set<uint32_t> unloads, loads;
+  for (CpuRing& r : events_->events.sideband_rings()) {
+    host::collect_bpf_event_ids(r.ring.peek(), perf::kBpfEventProgUnload, unloads);
+    host::collect_prog_load_ids(r.ring.peek(), loads);
+  }
+  std::set<uint32_t> described(file_.synthesized.begin(), file_.synthesized.end());
+  host::SynthBuffer out(layout_->id_hdr_size());
+  std::vector<bpf::ProgInfo> dying;
+  std::vector<bpf::BtfBlob> btfs;
+  auto describe = [&](const bpf::ProgInfo& p, const std::vector<bpf::BtfBlob>& its_btfs) {
+    if (!unloads.count(p.id()) || loads.count(p.id()) || !described.insert(p.id()).second) return;
+    // What the capture reads at load carries no names: the kernel's rule
+    // gives them (bpf/kallsyms.cc), from the program's BTF.
+    bpf::ProgInfo named = p;
+    if (named.ksym_names.size() < named.jited_ksyms.size()) {
+      const bpf::BtfBlob* btf = nullptr;
+      for (const bpf::BtfBlob& b : its_btfs) {
+        if (b.id == p.info.btf_id) btf = &b;
+      }
+      if (auto it = file_.btfs.find(p.info.btf_id); !btf && it != file_.btfs.end()) {
+        btf = &it->second;
+      }
+      bpf::resolve_ksym_names(named, {}, btf);
+    }
+    host::synthesize_program(out, p.id(), named);
+    file_.synthesized.push_back(p.id());
+    if (file_.infos.count(p.id())) return;  // learned just now: in the data already
+    dying.push_back(p);
+    for (const bpf::BtfBlob& b : its_btfs) {
+      if (b.id == p.info.btf_id && !file_.btfs.count(b.id)) btfs.push_back(b);
+    }
+  };
+  for (const bpf::ProgInfo& p : learned) describe(p, learned_btfs);
+  for (const bpf::ProgInfo& p : last_file.bpf_prog_info) describe(p, last_file.bpf_btf);
+  if (!learned.empty() && out.records() == 0) return writer.finish_round();
+  if (out.records() == 0) return ok_status();
+  BPFPROF_TRY(writer.append(out.bytes()));
+  BPFPROF_TRY(hand_to_writer(writer, dying, btfs));
+  file_.add(dying, btfs);
+  return writer.finish_round();
 }
 
 }  // namespace bpfprof::record

@@ -90,6 +90,7 @@ class Recorder {
   // --switch-output (phase_switch.cc): closes the current file complete,
   // renames it, and starts the next one.
   Status switch_output();
+  Status write_dying_programs(const perfdata::Features& last_file);
   bool switch_due();
   // The features every close writes: host, command line, `file`'s sample
   // times, the kallsyms snapshot, the vDSO.
