@@ -135,8 +135,8 @@ Result<StopReason> DrainLoop::run(const DrainConfig& config) {
         case kSignal: {
           signalfd_siginfo si{};
           while (::read(config.signal_fd, &si, sizeof si) == sizeof si) {
-            if (config.switch_on_signal && si.ssi_signo == SIGUSR2) {
-              switch_now = true;
+            if (si.ssi_signo == SIGUSR2) {
+              switch_now = switch_now || config.switch_on_signal;
             } else {
               stop_signal_ = static_cast<int>(si.ssi_signo);
               stop = StopReason::kSignal;

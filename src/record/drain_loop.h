@@ -38,7 +38,8 @@ struct DrainConfig {
   std::function<void(const Progress&)> progress;  // may be empty
   // --switch-output: after a pass, `switch_output` starts the next file when
   // a switch is due: every `switch_interval`, on SIGUSR2 in signal_fd's set
-  // (`switch_on_signal`), or when `switch_due` says so (a size reached). Not
+  // (`switch_on_signal`; else SIGUSR2 is ignored there), or when
+  // `switch_due` says so (a size reached). Not
   // when the pass also ends the recording: the last file closes anyway.
   std::optional<std::chrono::nanoseconds> switch_interval;
   bool switch_on_signal = false;

@@ -74,9 +74,10 @@ Result<std::unique_ptr<Recorder>> Recorder::open(const RecordOptions& o, const R
   BPFPROF_TRY(validate(o));
   BPFPROF_ASSIGN_OR_RETURN(perf::EventSpec spec, choose_event(o));
   BPFPROF_ASSIGN_OR_RETURN(std::vector<int> online, perf::online_cpus());
-  const bool switch_signal =
-      o.switch_output && o.switch_output->mode == SwitchOutput::Mode::kSignal;
-  BPFPROF_ASSIGN_OR_RETURN(SignalGuard signals, SignalGuard::block_stop_signals(switch_signal));
+  // SIGUSR2 switches with --switch-output=signal; by time or size it is
+  // ignored, as perf does, rather than killing the recording.
+  BPFPROF_ASSIGN_OR_RETURN(SignalGuard signals,
+                           SignalGuard::block_stop_signals(o.switch_output.has_value()));
   std::unique_ptr<Recorder> r(new Recorder(o, sink, std::move(signals)));
   r->online_ = std::move(online);
   if (!o.command.empty()) {

@@ -14,7 +14,8 @@ namespace bpfprof::record {
 
 class SignalGuard {
  public:
-  // `switch_signal`: SIGUSR2 too, which switches the output file.
+  // `switch_signal`: SIGUSR2 too (--switch-output: it switches the output
+  // file, or is ignored).
   static Result<SignalGuard> block_stop_signals(bool switch_signal = false);
   SignalGuard(SignalGuard&& other) noexcept;
   SignalGuard& operator=(SignalGuard&&) = delete;

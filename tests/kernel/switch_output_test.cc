@@ -315,6 +315,28 @@ TEST(SwitchOutputSignalTest, SigusrTwoSwitches) {
   }
 }
 
+// By time, SIGUSR2 is ignored, as perf ignores it, instead of killing the
+// recording: one file, closed and renamed at the end.
+TEST(SwitchOutputSignalTest, SigusrTwoIsIgnoredByTime) {
+  if (std::string why = bpf_refusal(kBin); !why.empty()) BPFPROF_KERNEL_SKIP(why);
+  TempDir dir;
+  const std::string data = dir.file("perf.data");
+  Background recorder(
+      {kBin + "/bpfprof", "record", "-a", "-F", "999", "-q", "--switch-output=1h", "-o", data});
+  for (int i = 0; i < 100 && !std::filesystem::exists(data); i++) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+  ASSERT_EQ(::kill(recorder.pid(), SIGUSR2), 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  EXPECT_EQ(recorder.stop(SIGINT), 0);
+  const std::vector<std::string> files = switched_files(dir.path(), data);
+  ASSERT_EQ(files.size(), 1u);
+  RunResult script = run({"perf", "script", "-i", files[0], "-F", "time,ip", "--ns"});
+  EXPECT_EQ(script.exit_code, 0) << script.err;
+  EXPECT_NE(script.out, "");
+}
+
 // A disk that fills while switching (a 3 MiB tmpfs, in a mount namespace of
 // this test's own): one line and exit 1; the files done before stay
 // complete, each read by perf and bpfprof alike, and nothing is left at the
