@@ -47,14 +47,20 @@ Result<RecordStats> Recorder::finish() {
   if (switched_) {
     // The last file: its own programs, and those learned after the last pass.
     std::erase_if(infos, [&](const auto& e) { return handed_.count(e.first) > 0; });
+    // Those synthesized at its start apart, as at the start of a recording.
     at_start.clear();
-    for (uint32_t id : file_.synthesized) {
-      if (auto it = file_.infos.find(id); it != file_.infos.end()) at_start.push_back(it->second);
+    const std::set<uint32_t> synthesized(file_.synthesized.begin(), file_.synthesized.end());
+    for (auto& [id, info] : file_.infos) {
+      if (synthesized.count(id)) {
+        at_start.push_back(std::move(info));
+      } else {
+        infos.try_emplace(id, std::move(info));
+      }
     }
-    for (auto& [id, info] : file_.infos) infos.try_emplace(id, std::move(info));
     // Their BTF, also where a sibling program handed it in an earlier file.
     std::set<uint32_t> btf_ids;
     for (const auto& [id, info] : infos) btf_ids.insert(info.info.btf_id);
+    for (const bpf::ProgInfo& info : at_start) btf_ids.insert(info.info.btf_id);
     std::erase_if(btfs, [&](const auto& e) { return btf_ids.count(e.first) == 0; });
     for (auto& [id, btf] : file_.btfs) btfs.try_emplace(id, std::move(btf));
     btfs_at_start.clear();
