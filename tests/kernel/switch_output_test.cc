@@ -337,6 +337,38 @@ TEST(SwitchOutputSignalTest, SigusrTwoIsIgnoredByTime) {
   EXPECT_NE(script.out, "");
 }
 
+// The directory moved away while recording: the next file cannot be
+// created there; one line, exit 1, and the files done (renamed through the
+// directory itself) stay complete where the directory went.
+TEST(SwitchOutputDiskFullTest, DirectoryGoneAtASwitchIsOneLine) {
+  if (std::string why = bpf_refusal(kBin); !why.empty()) BPFPROF_KERNEL_SKIP(why);
+  TempDir dir;
+  const std::string out_dir = dir.file("out"), moved = dir.file("moved");
+  ASSERT_TRUE(std::filesystem::create_directory(out_dir));
+  const std::string data = out_dir + "/perf.data", err = dir.file("err");
+  Background recorder({"sh", "-c",
+                       "exec " + kBin +
+                           "/bpfprof record -a -F 999 -q --switch-output=1s -d 20 -o " + data +
+                           " 2>" + err});
+  for (int i = 0; i < 100 && switched_files(out_dir, data).empty(); i++) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_FALSE(switched_files(out_dir, data).empty()) << read_file_text(err);
+  std::filesystem::rename(out_dir, moved);
+  EXPECT_EQ(recorder.stop(0), 1);
+  const std::string said = read_file_text(err);
+  EXPECT_EQ(std::count(said.begin(), said.end(), '\n'), 1) << said;
+  EXPECT_NE(said.find("No such file or directory"), std::string::npos) << said;
+  const std::vector<std::string> files = switched_files(moved, moved + "/perf.data");
+  ASSERT_GE(files.size(), 1u);
+  for (const std::string& f : files) {
+    RunResult script = run({"perf", "script", "-i", f, "-F", "time,ip", "--ns"});
+    EXPECT_EQ(script.exit_code, 0) << f << ": " << script.err;
+    EXPECT_EQ(script.err, "") << f;
+    EXPECT_NE(script.out, "") << f;
+  }
+}
+
 // A disk that fills while switching (a 3 MiB tmpfs, in a mount namespace of
 // this test's own): one line and exit 1; the files done before stay
 // complete, each read by perf and bpfprof alike, and nothing is left at the
