@@ -59,6 +59,13 @@ CLI::App* add_record_command(CLI::App& app, RecordFlags& f) {
   rec->add_flag("-z{1},--compression-level{1}", f.compression_level,
                 "Compress the ring data with zstd: -z is level 1 (fastest), "
                 "--compression-level=n picks 1..22 (0 means 1, more than 22 means 22, as perf)");
+  // perf's --switch-output[=mode]: a value only after '=', "signal" without.
+  rec->add_flag("--switch-output{signal}", f.switch_output,
+                "A new output file, self-contained and readable by perf, on SIGUSR2 (signal, "
+                "the default), per size of data written (100M: units B, K, M, G) or per period "
+                "(10s: units s, m, h, d); each done file is renamed <output>.<timestamp>");
+  rec->add_option("--switch-max-files", f.switch_max_files,
+                  "With --switch-output, keep only the newest N files");
   rec->add_option("--enrich", f.enrich,
                   "How programs loaded while recording are enriched: in-kernel (captured at load, "
                   "the default; falls back to user where the kernel refuses) or user (a thread "
@@ -106,6 +113,11 @@ Result<record::RecordOptions> to_options(const RecordFlags& f,
   o.cgroup = f.cgroup;
   if (given("-z"))
     o.compression_level = std::clamp(f.compression_level == 0 ? 1 : f.compression_level, 1, 22);
+  if (given("--switch-output")) {
+    BPFPROF_ASSIGN_OR_RETURN(record::SwitchOutput so, record::parse_switch_output(f.switch_output));
+    o.switch_output = so;
+  }
+  o.switch_max_files = f.switch_max_files;
   o.enricher_sched = f.enricher_sched == "other"  ? perfdata::EnricherSched::kOther
                      : f.enricher_sched == "nice" ? perfdata::EnricherSched::kOtherNice
                                                   : perfdata::EnricherSched::kFifo;

@@ -32,6 +32,8 @@ struct RecordFlags {
   bool bpf_stats = false;
   bool cgroup = false;
   int compression_level = 0;                 // -z / --compression-level[=n]
+  std::string switch_output;                 // --switch-output[=signal|SIZE|TIME]
+  uint32_t switch_max_files = 0;             // --switch-max-files N
   std::string enricher_sched = "fifo";       // hidden: fifo | nice | other (measurements)
   std::string enricher_threads = "per-cpu";  // hidden: per-cpu | one
   std::string enrich = "in-kernel";          // in-kernel | user

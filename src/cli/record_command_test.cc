@@ -66,6 +66,42 @@ TEST_F(RecordCommandTest, CompressionLevelGluedToShortFlagIsRefusedWithAHint) {
       << o.error().message;
 }
 
+// perf's --switch-output[=mode] (signal without a value) and --switch-max-files.
+TEST_F(RecordCommandTest, SwitchOutputAsPerf) {
+  using Mode = record::SwitchOutput::Mode;
+  auto o = parse({"record", "-a", "--switch-output"});
+  ASSERT_TRUE(o.ok()) << o.error().to_string();
+  ASSERT_TRUE(o->switch_output.has_value());
+  EXPECT_EQ(o->switch_output->mode, Mode::kSignal);
+  o = parse({"record", "-a", "--switch-output=10s", "--switch-max-files", "3"});
+  ASSERT_TRUE(o.ok()) << o.error().to_string();
+  EXPECT_EQ(o->switch_output->mode, Mode::kTime);
+  EXPECT_EQ(o->switch_output->seconds, 10u);
+  EXPECT_EQ(o->switch_max_files, 3u);
+  o = parse({"record", "-a", "--switch-output=1M"});
+  ASSERT_TRUE(o.ok()) << o.error().to_string();
+  EXPECT_EQ(o->switch_output->mode, Mode::kSize);
+  EXPECT_EQ(o->switch_output->bytes, 1u << 20);
+  // Without '=' the next word is the command, as with perf.
+  o = parse({"record", "--switch-output", "sleep", "1"});
+  ASSERT_TRUE(o.ok()) << o.error().to_string();
+  EXPECT_EQ(o->switch_output->mode, Mode::kSignal);
+  EXPECT_EQ(o->command, (std::vector<std::string>{"sleep", "1"}));
+}
+
+TEST_F(RecordCommandTest, BadSwitchOutputValuesAreOneLine) {
+  for (const char* arg : {"--switch-output=10x", "--switch-output=1.5s", "--switch-output=0M"}) {
+    auto o = parse({"record", "-a", arg});
+    ASSERT_FALSE(o.ok()) << arg;
+    EXPECT_EQ(o.error().code, Errc::kInvalidArgument) << arg;
+    EXPECT_EQ(o.error().message.find('\n'), std::string::npos);
+    EXPECT_NE(o.error().message.find(arg), std::string::npos) << o.error().message;
+  }
+  auto o = parse({"record", "-a", "--switch-max-files", "2"});
+  ASSERT_FALSE(o.ok());
+  EXPECT_NE(o.error().message.find("--switch-output"), std::string::npos) << o.error().message;
+}
+
 TEST_F(RecordCommandTest, BareZLeavesTheCommandAlone) {
   auto o = parse({"record", "-z", "sleep", "1"});
   ASSERT_TRUE(o.ok()) << o.error().to_string();

@@ -78,8 +78,8 @@ void synthesize_process(SynthBuffer& out, const std::string& proc, int pid) {
   }
 }
 
-void walk_cgroups(SynthBuffer& out, const std::string& dir, const std::string& path,
-                  size_t& count, Status& flushed, const std::function<Status()>& flush) {
+void walk_cgroups(SynthBuffer& out, const std::string& dir, const std::string& path, size_t& count,
+                  Status& flushed, const std::function<Status()>& flush) {
   auto id = cgroup_id(dir);
   if (!id) return;  // removed meanwhile
   out.cgroup(*id, path);
@@ -97,8 +97,7 @@ void walk_cgroups(SynthBuffer& out, const std::string& dir, const std::string& p
   }
   std::sort(children.begin(), children.end());
   for (const std::string& c : children) {
-    walk_cgroups(out, dir + "/" + c, path == "/" ? "/" + c : path + "/" + c, count, flushed,
-                 flush);
+    walk_cgroups(out, dir + "/" + c, path == "/" ? "/" + c : path + "/" + c, count, flushed, flush);
   }
 }
 
@@ -121,7 +120,7 @@ std::optional<uint64_t> cgroup_id(const std::string& path) {
     std::memcpy(&id, handle.fh.f_handle, sizeof id);
     return id;
   }
-  struct stat st{};
+  struct stat st {};
   if (::stat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return std::nullopt;
   return static_cast<uint64_t>(st.st_ino);
 }
@@ -209,6 +208,20 @@ Result<size_t> synthesize_cgroups(SynthBuffer& out, const Cgroup2Mount& mount,
 }
 
 void collect_prog_load_ids(const perf::RingBuffer::Chunk& c, std::set<uint32_t>& ids) {
+  collect_bpf_event_ids(c, perf::kBpfEventProgLoad, ids);
+}
+
+void synthesize_program(SynthBuffer& out, uint32_t id, const bpf::ProgInfo& p) {
+  const size_t n = std::min(p.jited_ksyms.size(), p.ksym_names.size());
+  for (size_t i = 0; i < n; i++) {
+    const uint32_t len = i < p.jited_func_lens.size() ? p.jited_func_lens[i] : 0;
+    out.ksymbol(p.jited_ksyms[i], len, perf::kKsymTypeBpf, 0, p.ksym_names[i]);
+  }
+  out.bpf_event(perf::kBpfEventProgLoad, id, p.tag());
+}
+
+void collect_bpf_event_ids(const perf::RingBuffer::Chunk& c, uint16_t event_type,
+                           std::set<uint32_t>& ids) {
   // Copies each record's first 16 bytes across a possible wrap.
   auto read = [&](size_t off, void* dst, size_t n) {
     auto* d = static_cast<std::byte*>(dst);
@@ -230,13 +243,14 @@ void collect_prog_load_ids(const perf::RingBuffer::Chunk& c, std::set<uint32_t>&
       uint32_t id = 0;
       read(off + 8, &ev_type, 2);
       read(off + 12, &id, 4);
-      if (ev_type == perf::kBpfEventProgLoad) ids.insert(id);
+      if (ev_type == event_type) ids.insert(id);
     }
     off += size;
   }
 }
 
-BpfPlan plan_bpf_synthesis(const std::vector<uint32_t>& enumerated, const std::set<uint32_t>& live) {
+BpfPlan plan_bpf_synthesis(const std::vector<uint32_t>& enumerated,
+                           const std::set<uint32_t>& live) {
   BpfPlan plan;
   for (uint32_t id : enumerated) (live.count(id) ? plan.live : plan.synthesize).push_back(id);
   return plan;
@@ -264,7 +278,8 @@ Result<BpfSynthesis> synthesize_bpf(SynthBuffer& out, const std::vector<bpf::Kal
     if (!info.ok()) return bpf::explain_bpf_error(std::move(info).error());
     const uint32_t btf_id = info->info.btf_id;
     if (btf_id && !btfs.count(btf_id)) {
-      if (auto btf = bpf::read_btf(btf_id, buffers); btf.ok()) btfs.emplace(btf_id, std::move(btf).value());
+      if (auto btf = bpf::read_btf(btf_id, buffers); btf.ok())
+        btfs.emplace(btf_id, std::move(btf).value());
     }
     fd->reset();
     auto btf_it = btfs.find(btf_id);
@@ -277,13 +292,7 @@ Result<BpfSynthesis> synthesize_bpf(SynthBuffer& out, const std::vector<bpf::Kal
   const BpfPlan plan = plan_bpf_synthesis(present, live_ids());
   result.live = plan.live;
   for (uint32_t id : plan.synthesize) {
-    const bpf::ProgInfo& p = infos.at(id);
-    const size_t n = std::min(p.jited_ksyms.size(), p.ksym_names.size());
-    for (size_t i = 0; i < n; i++) {
-      const uint32_t len = i < p.jited_func_lens.size() ? p.jited_func_lens[i] : 0;
-      out.ksymbol(p.jited_ksyms[i], len, perf::kKsymTypeBpf, 0, p.ksym_names[i]);
-    }
-    out.bpf_event(perf::kBpfEventProgLoad, id, p.tag());
+    synthesize_program(out, id, infos.at(id));
     result.synthesized.push_back(id);
   }
   const auto page = static_cast<uint32_t>(::sysconf(_SC_PAGESIZE));

@@ -57,6 +57,13 @@ Result<size_t> synthesize_cgroups(SynthBuffer& out, const Cgroup2Mount& mount,
 // without consuming: those programs will appear in the stream with their real
 // time, so synthesizing them too would describe them twice).
 void collect_prog_load_ids(const perf::RingBuffer::Chunk& chunk, std::set<uint32_t>& ids);
+// The same for BPF_EVENTs of `event_type` (perf::kBpfEventProgUnload...).
+void collect_bpf_event_ids(const perf::RingBuffer::Chunk& chunk, uint16_t event_type,
+                           std::set<uint32_t>& ids);
+
+// A loaded program as synthesis describes it: a KSYMBOL per function, then
+// its BPF_EVENT PROG_LOAD.
+void synthesize_program(SynthBuffer& out, uint32_t id, const bpf::ProgInfo& p);
 
 // Which enumerated programs to synthesize: all that the live stream does not carry.
 struct BpfPlan {
@@ -69,16 +76,17 @@ struct BpfSynthesis {
   std::vector<bpf::ProgInfo> infos;  // every program whose info was read
   std::vector<bpf::BtfBlob> btfs;
   std::vector<uint32_t> synthesized;  // programs written as KSYMBOL + BPF_EVENT
-  std::vector<uint32_t> live;  // skipped: their PROG_LOAD is in the live stream
-  size_t gone = 0;             // enumerated but unloaded before their info was read
-  size_t trampolines = 0;   // bpf_trampoline_* / bpf_dispatcher_* KSYMBOLs
+  std::vector<uint32_t> live;         // skipped: their PROG_LOAD is in the live stream
+  size_t gone = 0;                    // enumerated but unloaded before their info was read
+  size_t trampolines = 0;             // bpf_trampoline_* / bpf_dispatcher_* KSYMBOLs
 };
 
 // Enumerates loaded programs, reads their info (and BTF), then asks
 // `live_ids` which of them have a live PROG_LOAD, and writes KSYMBOL per
 // function + BPF_EVENT PROG_LOAD for the rest, then trampolines/dispatchers.
 // `kallsyms`: the [bpf] entries of /proc/kallsyms (exact names, trampolines).
-Result<BpfSynthesis> synthesize_bpf(SynthBuffer& out, const std::vector<bpf::KallsymsEntry>& kallsyms,
+Result<BpfSynthesis> synthesize_bpf(SynthBuffer& out,
+                                    const std::vector<bpf::KallsymsEntry>& kallsyms,
                                     const std::function<std::set<uint32_t>()>& live_ids);
 
 }  // namespace bpfprof::host

@@ -8,12 +8,22 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <csignal>
 
 namespace bpfprof::record {
 namespace {
 
 // epoll user data: small tags for the control fds, ring fds get kRing.
-enum Tag : uint64_t { kRing = 0, kSignal, kProgress, kDuration, kWorkload, kTarget, kWake };
+enum Tag : uint64_t {
+  kRing = 0,
+  kSignal,
+  kProgress,
+  kDuration,
+  kWorkload,
+  kTarget,
+  kWake,
+  kSwitch
+};
 
 Result<UniqueFd> make_timer(std::chrono::nanoseconds first, std::chrono::nanoseconds interval) {
   UniqueFd fd(::timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK));
@@ -95,6 +105,12 @@ Result<StopReason> DrainLoop::run(const DrainConfig& config) {
     BPFPROF_ASSIGN_OR_RETURN(duration_timer, make_timer(ns, std::chrono::nanoseconds(0)));
     BPFPROF_TRY(watch(ep.get(), duration_timer.get(), kDuration));
   }
+  UniqueFd switch_timer;
+  if (config.switch_interval) {
+    BPFPROF_ASSIGN_OR_RETURN(switch_timer,
+                             make_timer(*config.switch_interval, *config.switch_interval));
+    BPFPROF_TRY(watch(ep.get(), switch_timer.get(), kSwitch));
+  }
 
   epoll_event events[64];
   for (;;) {
@@ -104,7 +120,7 @@ Result<StopReason> DrainLoop::run(const DrainConfig& config) {
       return make_sys_error("epoll_wait", errno);
     }
     std::optional<StopReason> stop;
-    bool tick = false;
+    bool tick = false, switch_now = false;
     for (int i = 0; i < n; i++) {
       const uint64_t tag = events[i].data.u64 & 0xff;
       switch (tag) {
@@ -118,9 +134,13 @@ Result<StopReason> DrainLoop::run(const DrainConfig& config) {
           break;
         case kSignal: {
           signalfd_siginfo si{};
-          if (::read(config.signal_fd, &si, sizeof si) == sizeof si) {
-            stop_signal_ = static_cast<int>(si.ssi_signo);
-            stop = StopReason::kSignal;
+          while (::read(config.signal_fd, &si, sizeof si) == sizeof si) {
+            if (si.ssi_signo == SIGUSR2) {
+              switch_now = switch_now || config.switch_on_signal;
+            } else {
+              stop_signal_ = static_cast<int>(si.ssi_signo);
+              stop = StopReason::kSignal;
+            }
           }
           break;
         }
@@ -137,6 +157,10 @@ Result<StopReason> DrainLoop::run(const DrainConfig& config) {
         case kTarget:
           if (!stop) stop = StopReason::kTargetExited;
           break;
+        case kSwitch:
+          drain_fd(switch_timer.get());
+          switch_now = true;
+          break;
         default:
           break;
       }
@@ -147,6 +171,9 @@ Result<StopReason> DrainLoop::run(const DrainConfig& config) {
       config.progress(Progress{seconds_since(t0), c.samples, c.lost + c.lost_samples, c.bytes});
     }
     if (stop) return *stop;
+    if (config.switch_output && (switch_now || (config.switch_due && config.switch_due()))) {
+      BPFPROF_TRY(config.switch_output());
+    }
   }
 }
 

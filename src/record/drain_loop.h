@@ -31,11 +31,20 @@ struct Progress {
 
 struct DrainConfig {
   std::optional<double> duration_s;
-  int signal_fd = -1;        // SIGINT/SIGTERM end the recording
-  int workload_pidfd = -1;   // the command's exit ends the recording
-  int target_pidfd = -1;     // -p: the process's exit ends the recording
+  int signal_fd = -1;       // SIGINT/SIGTERM end the recording
+  int workload_pidfd = -1;  // the command's exit ends the recording
+  int target_pidfd = -1;    // -p: the process's exit ends the recording
   std::chrono::milliseconds progress_interval{500};
   std::function<void(const Progress&)> progress;  // may be empty
+  // --switch-output: after a pass, `switch_output` starts the next file when
+  // a switch is due: every `switch_interval`, on SIGUSR2 in signal_fd's set
+  // (`switch_on_signal`; else SIGUSR2 is ignored there), or when
+  // `switch_due` says so (a size reached). Not
+  // when the pass also ends the recording: the last file closes anyway.
+  std::optional<std::chrono::nanoseconds> switch_interval;
+  bool switch_on_signal = false;
+  std::function<bool()> switch_due;
+  std::function<Status()> switch_output;
 };
 
 // What else a pass does, for enrichment that rides on the drain cadence.
@@ -60,6 +69,9 @@ class DrainLoop {
   Status pass();
 
   const DrainCounters& counters() const { return copier_.counters(); }
+  // The samples of the current output file (since start_file()).
+  const FileCounters& file_counters() const { return copier_.file_counters(); }
+  void start_file() { copier_.start_file(); }
   int stop_signal() const { return stop_signal_; }
 
  private:

@@ -36,6 +36,13 @@ Status validate(const RecordOptions& o) {
   }
   if (o.output.empty()) return invalid("-o: empty output path");
   if (o.output == "-") return invalid("-o -: pipe mode is not supported");
+  if (o.switch_max_files && !o.switch_output) {
+    return invalid("--switch-max-files: only with --switch-output");
+  }
+  // Switched files are renamed in place: a device cannot be.
+  if (o.switch_output && o.output.starts_with("/dev/")) {
+    return invalid(fmt::format("--switch-output: -o {} is a device, not a file", o.output));
+  }
   return ok_status();
 }
 

@@ -14,6 +14,7 @@
 #include "base/error.h"
 #include "capture/capture_config.h"
 #include "perfdata/enrichment_feature.h"
+#include "record/switch_output.h"
 
 namespace bpfprof::record {
 
@@ -48,6 +49,10 @@ struct RecordOptions {
   // -z / --compression-level[=n]: ring data as zstd COMPRESSED records of
   // this level (1..22); unset: uncompressed.
   std::optional<int> compression_level;
+  // --switch-output[=signal|SIZE|TIME]: a new file per period, each closed
+  // complete and self-contained (switch_output.h); unset: one file.
+  std::optional<SwitchOutput> switch_output;
+  uint32_t switch_max_files = 0;  // --switch-max-files: keep the newest N (0: all)
   // The enricher's scheduling request and thread layout (see EnricherConfig);
   // changed only to measure what they buy (bench/short_lived.sh).
   perfdata::EnricherSched enricher_sched = perfdata::EnricherSched::kFifo;

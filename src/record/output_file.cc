@@ -8,9 +8,9 @@
 namespace bpfprof::record {
 
 Result<OutputFile> OutputFile::create(const std::string& path,
-                                      std::vector<perfdata::AttrEntry> attrs) {
+                                      std::vector<perfdata::AttrEntry> attrs, bool keep_old) {
   OutputOpen how;
-  how.keep_old = true;
+  how.keep_old = keep_old;
   BPFPROF_ASSIGN_OR_RETURN(perfdata::FileWriter writer,
                            perfdata::FileWriter::create(path, std::move(attrs), how));
   return OutputFile(std::move(writer));

@@ -18,8 +18,11 @@ namespace bpfprof::record {
 
 class OutputFile {
  public:
-  // Rotates an existing `path` to `path.old`, then creates the writer.
-  static Result<OutputFile> create(const std::string& path, std::vector<perfdata::AttrEntry> attrs);
+  // Rotates an existing `path` to `path.old` (only where `keep_old`: a
+  // switched recording's later files find none there), then creates the
+  // writer.
+  static Result<OutputFile> create(const std::string& path, std::vector<perfdata::AttrEntry> attrs,
+                                   bool keep_old = true);
   OutputFile(OutputFile&&) noexcept = default;
   OutputFile& operator=(OutputFile&&) = delete;
 

@@ -74,7 +74,10 @@ Result<std::unique_ptr<Recorder>> Recorder::open(const RecordOptions& o, const R
   BPFPROF_TRY(validate(o));
   BPFPROF_ASSIGN_OR_RETURN(perf::EventSpec spec, choose_event(o));
   BPFPROF_ASSIGN_OR_RETURN(std::vector<int> online, perf::online_cpus());
-  BPFPROF_ASSIGN_OR_RETURN(SignalGuard signals, SignalGuard::block_stop_signals());
+  // SIGUSR2 switches with --switch-output=signal; by time or size it is
+  // ignored, as perf does, rather than killing the recording.
+  BPFPROF_ASSIGN_OR_RETURN(SignalGuard signals,
+                           SignalGuard::block_stop_signals(o.switch_output.has_value()));
   std::unique_ptr<Recorder> r(new Recorder(o, sink, std::move(signals)));
   r->online_ = std::move(online);
   if (!o.command.empty()) {
@@ -105,7 +108,12 @@ Result<std::unique_ptr<Recorder>> Recorder::open(const RecordOptions& o, const R
                              perf::SampleLayout::from_attr(r->events_->sideband));
     r->in_kernel_ = std::make_unique<CaptureEnricher>(std::move(r->capture_), sb_layout);
   }
-  BPFPROF_TRY(r->create_file());
+  BPFPROF_TRY(r->create_file(true));
+  if (o.switch_output) {
+    auto files = SwitchedFiles::open(o.output, o.switch_max_files);
+    if (!files.ok()) return r->abandon(std::move(files).error());
+    r->switched_.emplace(std::move(files).value());
+  }
   return r;
 }
 
@@ -141,7 +149,7 @@ Status Recorder::start_capture_or_enricher(uint64_t sample_type) {
   return ok_status();
 }
 
-Status Recorder::create_file() {
+Status Recorder::create_file(bool first) {
   std::vector<perfdata::AttrEntry> attrs(2);
   attrs[0].attr = events_->sampling;
   attrs[0].name = event_name_with_modifiers(events_->spec.name, events_->sampling);
@@ -149,7 +157,7 @@ Status Recorder::create_file() {
   attrs[1].attr = events_->sideband;
   attrs[1].name = event_name_with_modifiers("dummy", events_->sideband);
   attrs[1].ids = events_->events.sideband_ids();
-  BPFPROF_ASSIGN_OR_RETURN(OutputFile out, OutputFile::create(o_.output, std::move(attrs)));
+  BPFPROF_ASSIGN_OR_RETURN(OutputFile out, OutputFile::create(o_.output, std::move(attrs), first));
   out_.emplace(std::move(out));
   if (o_.compression_level) {
     // What perf states as mmap_len: the sampling ring's mapping, header page

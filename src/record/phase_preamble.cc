@@ -2,10 +2,12 @@
 // The recording's second phase: the host as it is when recording starts
 // (host::Snapshot) into the file, before any sample; then sampling and the
 // workload start.
+#include <fmt/format.h>
+
 #include <set>
 
-#include "perfdata/features.h"
 #include "host/vdso.h"
+#include "perfdata/features.h"
 #include "record/phases.h"
 
 namespace bpfprof::record {
@@ -22,8 +24,8 @@ std::set<uint32_t> live_prog_loads(EventSet& events) {
 Status hand_to_writer(perfdata::FileWriter& writer, const std::vector<bpf::ProgInfo>& infos,
                       const std::vector<bpf::BtfBlob>& btfs) {
   if (!infos.empty()) {
-    BPFPROF_TRY(writer.append_in_stream(perfdata::kFeatBpfProgInfo,
-                                        perfdata::encode_bpf_prog_info(infos)));
+    BPFPROF_TRY(
+        writer.append_in_stream(perfdata::kFeatBpfProgInfo, perfdata::encode_bpf_prog_info(infos)));
   }
   if (!btfs.empty()) {
     BPFPROF_TRY(writer.append_in_stream(perfdata::kFeatBpfBtf, perfdata::encode_bpf_btf(btfs)));
@@ -32,35 +34,51 @@ Status hand_to_writer(perfdata::FileWriter& writer, const std::vector<bpf::ProgI
 }
 
 Status Recorder::preamble() {
+  BPFPROF_TRY(events_->events.enable_sideband());
+  host::Snapshot snapshot = host::take_snapshot();
+  BPFPROF_ASSIGN_OR_RETURN(bpf_, write_file_start(snapshot));
+  if (switched_) file_.add(bpf_.infos, bpf_.btfs);
+  file_.synthesized = bpf_.synthesized;
+  if (switched_ && o_.switch_output->mode == SwitchOutput::Mode::kSize &&
+      out_->writer().data_bytes() >= o_.switch_output->bytes && sink_.notice) {
+    // perf warns likewise of a size below its ring buffers.
+    sink_.notice(fmt::format(
+        "--switch-output: each file starts with {:.1f} MB of its own (the kallsyms snapshot, "
+        "threads, programs), more than the size given: a new file at every drain",
+        static_cast<double>(out_->writer().data_bytes()) / (1024.0 * 1024.0)));
+  }
+  if (!events_->sampling.enable_on_exec) BPFPROF_TRY(events_->events.enable_sampling());
+  if (workload_) BPFPROF_TRY(workload_->start());
+  if (sink_.started) sink_.started();
+  return ok_status();
+}
+
+Result<host::BpfSynthesis> Recorder::write_file_start(host::Snapshot& snapshot) {
   perfdata::FileWriter& writer = out_->writer();
   EventSet& events = events_->events;
-  BPFPROF_TRY(events.enable_sideband());
-  host::Snapshot snapshot = host::take_snapshot();
   BPFPROF_TRY(write_early_features(snapshot));
   host::InitialStateOptions initial;
   initial.trailer = layout_->id_hdr_size();
   initial.cgroups = names_cgroups(o_);
-  initial.say_unnamed_cgroups = o_.cgroup;
+  initial.say_unnamed_cgroups = o_.cgroup && !switched_;
   initial.finished_init = true;
   BPFPROF_ASSIGN_OR_RETURN(
-      bpf_, host::write_initial_state(
-                snapshot, initial, [&] { return live_prog_loads(events); },
-                [&](std::span<const std::byte> b) { return writer.append(b); }, sink_.notice));
+      host::BpfSynthesis bpf,
+      host::write_initial_state(
+          snapshot, initial, [&] { return live_prog_loads(events); },
+          [&](std::span<const std::byte> b) { return writer.append(b); }, sink_.notice));
   BPFPROF_TRY(writer.finish_round());
   // Who holds the programs there before us, where every program is
   // attached: listed now, into the data at once.
-  host::ProgramPlaces places = host::list_program_places(snapshot, bpf_.synthesized,
-                                                         perfdata::AttachEntry::kAtStart, 0);
-  BPFPROF_ASSIGN_OR_RETURN(ProgramSections sections,
-                           ProgramSections::start(writer, std::move(places), snapshot.cgroup2,
-                                                  in_kernel_.get(), sink_));
+  host::ProgramPlaces places =
+      host::list_program_places(snapshot, bpf.synthesized, perfdata::AttachEntry::kAtStart, 0);
+  BPFPROF_ASSIGN_OR_RETURN(
+      ProgramSections sections,
+      ProgramSections::start(writer, std::move(places), snapshot.cgroup2, in_kernel_.get(), sink_));
   sections_.emplace(std::move(sections));
-  BPFPROF_TRY(hand_to_writer(writer, bpf_.infos, bpf_.btfs));
+  BPFPROF_TRY(hand_to_writer(writer, bpf.infos, bpf.btfs));
   BPFPROF_TRY(writer.finish_round());
-  if (!events_->sampling.enable_on_exec) BPFPROF_TRY(events.enable_sampling());
-  if (workload_) BPFPROF_TRY(workload_->start());
-  if (sink_.started) sink_.started();
-  return ok_status();
+  return bpf;
 }
 
 // Host, arch, event names and the kallsyms snapshot go into the data at
@@ -80,12 +98,19 @@ Status Recorder::write_early_features(host::Snapshot& snapshot) {
   }
   // The vDSO every 64-bit process of this host maps (8 KiB): [vdso] frames
   // are named from it. Without it they stay [unknown], which the report
-  // counts (unknown_frames.no_vdso).
-  if (auto vdso = host::read_vdso_image(); vdso.ok()) {
-    vdso_image_ = std::move(vdso).value();
-    BPFPROF_TRY(writer.append_in_stream(perfdata::kFeatBpfprofVdso, perfdata::encode_vdso(vdso_image_)));
-  } else if (sink_.notice) {
-    sink_.notice("the vDSO is not stored (" + vdso.error().message + "): [vdso] frames will be [unknown]");
+  // counts (unknown_frames.no_vdso). Read once; every file gets it.
+  if (!vdso_read_) {
+    vdso_read_ = true;
+    if (auto vdso = host::read_vdso_image(); vdso.ok()) {
+      vdso_image_ = std::move(vdso).value();
+    } else if (sink_.notice) {
+      sink_.notice("the vDSO is not stored (" + vdso.error().message +
+                   "): [vdso] frames will be [unknown]");
+    }
+  }
+  if (!vdso_image_.empty()) {
+    BPFPROF_TRY(
+        writer.append_in_stream(perfdata::kFeatBpfprofVdso, perfdata::encode_vdso(vdso_image_)));
   }
   return ok_status();
 }

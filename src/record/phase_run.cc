@@ -26,6 +26,10 @@ Status Recorder::end_pass(bool copied) {
   }
   enricher_->take_learned(infos, btfs);
   BPFPROF_TRY(hand_to_writer(writer, infos, btfs));
+  if (switched_) {
+    for (const bpf::ProgInfo& p : infos) handed_.insert(p.id());
+    file_.add(infos, btfs);
+  }
   bool learned = !links.empty() || !loaders.empty();
   BPFPROF_TRY(sections_->add_attach(std::move(links)));
   BPFPROF_TRY(sections_->add_loaders(std::move(loaders)));
@@ -39,9 +43,13 @@ Status Recorder::end_pass(bool copied) {
 }
 
 void Recorder::run() {
-  perfdata::FileWriter& writer = out_->writer();
+  // The file changes with --switch-output: each write finds the current one.
   loop_ = std::make_unique<DrainLoop>(
-      events_->events, *layout_, [&writer](Bytes b) { return writer.append_compressed(b); },
+      events_->events, *layout_,
+      [this](Bytes b) {
+        file_.ring_bytes += b.size();
+        return out_->writer().append_compressed(b);
+      },
       [this](bool copied) { return end_pass(copied); });
   if (in_kernel_) {
     PassHooks hooks;
@@ -56,6 +64,13 @@ void Recorder::run() {
   dc.workload_pidfd = workload_ ? workload_->pidfd() : -1;
   dc.target_pidfd = target_pidfd_.get();
   dc.progress = sink_.progress;
+  if (o_.switch_output) {
+    const SwitchOutput& so = *o_.switch_output;
+    if (so.mode == SwitchOutput::Mode::kTime) dc.switch_interval = std::chrono::seconds(so.seconds);
+    dc.switch_on_signal = so.mode == SwitchOutput::Mode::kSignal;
+    if (so.mode == SwitchOutput::Mode::kSize) dc.switch_due = [this] { return switch_due(); };
+    dc.switch_output = [this] { return switch_output(); };
+  }
   t0_ = monotonic_ns();
   stop_ = loop_->run(dc);
   events_->events.disable_all();

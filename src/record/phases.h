@@ -7,14 +7,18 @@
 //   run       (phase_run.cc)       the drain loop until a stop, the last pass
 //   finish    (phase_finish.cc)    what was learned into the sections, the
 //                                  close, the figures
+// With --switch-output, the run also closes the current file and starts
+// the next one, self-contained, whenever a switch is due (phase_switch.cc).
 // Internal to record/: the public entry point is record() (recorder.h).
 #pragma once
 
 #include <sys/types.h>
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -32,6 +36,7 @@
 #include "record/program_sections.h"
 #include "record/recorder.h"
 #include "record/signals.h"
+#include "record/switch_output.h"
 
 namespace bpfprof::record {
 
@@ -74,12 +79,29 @@ class Recorder {
   Recorder(const RecordOptions& options, const RecordSink& sink, SignalGuard signals)
       : o_(options), sink_(sink), signals_(std::move(signals)) {}
   Status start_capture_or_enricher(uint64_t sample_type);
-  Status create_file();
+  // `first`: the recording's first file (an existing one is rotated to .old).
+  Status create_file(bool first);
+  // What makes a file self-contained, from `snapshot`: the host, the
+  // kallsyms snapshot, the state synthesized (threads, maps, the BPF
+  // programs alive), who holds them and where they are attached.
+  Result<host::BpfSynthesis> write_file_start(host::Snapshot& snapshot);
   Status write_early_features(host::Snapshot& snapshot);
   Status end_pass(bool copied);
+  // --switch-output (phase_switch.cc): closes the current file complete,
+  // renames it, and starts the next one.
+  Status switch_output();
+  Status write_dying_programs(const perfdata::Features& last_file);
+  bool switch_due();
+  // The features every close writes: host, command line, `file`'s sample
+  // times, the kallsyms snapshot, the vDSO.
+  perfdata::Features common_features(const FileCounters& file);
+  // The enrichment section of the current file: the programs synthesized at
+  // its start and those loaded while it was current.
+  perfdata::EnrichmentSection file_enrichment(EnrichmentStats enrichment,
+                                              const std::set<uint32_t>& stored) const;
+  void count_compression(const perfdata::FileWriter& writer);
   void add_run_stats(perfdata::Features& features, const EnrichmentStats& enrichment);
-  RecordStats figures(const DrainCounters& c, const perfdata::Features& features,
-                      EnrichmentStats enrichment) const;
+  RecordStats figures(const DrainCounters& c, EnrichmentStats enrichment) const;
 
   const RecordOptions& o_;
   const RecordSink& sink_;
@@ -93,8 +115,8 @@ class Recorder {
 
   std::string capture_refused_ = "not tried (--enrich=user)";
   int capture_errno_ = -1;
-  std::unique_ptr<capture::Capture> capture_;   // started, until the events open
-  std::unique_ptr<Enricher> enricher_;          // fallback, and run statistics
+  std::unique_ptr<capture::Capture> capture_;  // started, until the events open
+  std::unique_ptr<Enricher> enricher_;         // fallback, and run statistics
   std::optional<OpenedEvents> events_;
   std::optional<perf::SampleLayout> layout_;
   std::unique_ptr<CaptureEnricher> in_kernel_;  // the capture serves the recording
@@ -104,6 +126,25 @@ class Recorder {
   std::vector<std::byte> vdso_image_;       // this host's vDSO (section 255); empty if unread
   host::BpfSynthesis bpf_;
   std::optional<ProgramSections> sections_;
+
+  // --switch-output: the files renamed, and the current file's own programs
+  // (those synthesized at its start and those learned while it is current),
+  // which its close writes; `handed_` every program learned in any file.
+  struct FilePrograms {
+    std::vector<uint32_t> synthesized;
+    std::map<uint32_t, bpf::ProgInfo> infos;
+    std::map<uint32_t, bpf::BtfBlob> btfs;
+    uint64_t start_ns = 0;    // programs loaded from then on are the file's
+    uint64_t ring_bytes = 0;  // ring data written into it
+    void add(const std::vector<bpf::ProgInfo>& infos, const std::vector<bpf::BtfBlob>& btfs);
+  };
+  std::optional<SwitchedFiles> switched_;
+  FilePrograms file_;
+  std::set<uint32_t> handed_;
+  std::set<uint32_t> stored_;  // programs with an info in any file closed
+  std::string last_file_;      // the last file renamed
+  bool vdso_read_ = false;
+  uint64_t compressed_in_ = 0, compressed_out_ = 0;  // -z, over every file closed
 
   std::unique_ptr<DrainLoop> loop_;
   Result<StopReason> stop_ = StopReason::kDuration;

@@ -46,8 +46,9 @@ struct RecordStats {
   int stop_signal = 0;
   std::optional<int> workload_status;  // wait status of the command
   double elapsed_s = 0;
-  std::string output;
-  uint64_t file_bytes = 0;
+  std::string output;       // the file written (with --switch-output, the last one)
+  uint64_t file_bytes = 0;  // its size
+  size_t files = 1;         // --switch-output: how many were written
   // -z: ring bytes compressed and the COMPRESSED records' bytes (0 without).
   uint64_t compressed_in = 0, compressed_out = 0;
   size_t bpf_programs() const { return bpf_synthesized + bpf_loaded_live; }

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "record/ring_copier.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cstring>
-
-#include <fmt/format.h>
 
 #include "perf/abi.h"
 
@@ -85,12 +85,13 @@ Result<size_t> RingCopier::scan(const perf::RingBuffer::Chunk& c, bool sideband)
     const auto h = load_at<perf::RecordHeader>(c, off);
     if (h.size < sizeof(perf::RecordHeader) || h.size > total - off) {
       return make_error_at(Errc::kBadRecord, c.tail + off,
-                           fmt::format("ring record of type {} has size {} ({} bytes left)",
-                                       h.type, h.size, total - off));
+                           fmt::format("ring record of type {} has size {} ({} bytes left)", h.type,
+                                       h.size, total - off));
     }
     switch (h.type) {
       case perf::kRecordSample:
         counters_.samples++;
+        file_.samples++;
         if (first_sample == SIZE_MAX) {
           first_sample = off;
           first_size = h.size;
@@ -99,7 +100,8 @@ Result<size_t> RingCopier::scan(const perf::RingBuffer::Chunk& c, bool sideband)
         last_size = h.size;
         break;
       case perf::kRecordLost:
-        if (h.size >= 24) (sideband ? counters_.lost_sideband : counters_.lost) += load_at<uint64_t>(c, off + 16);
+        if (h.size >= 24)
+          (sideband ? counters_.lost_sideband : counters_.lost) += load_at<uint64_t>(c, off + 16);
         break;
       case perf::kRecordLostSamples:
         if (h.size >= 16) counters_.lost_samples += load_at<uint64_t>(c, off + 8);
@@ -119,16 +121,15 @@ Result<size_t> RingCopier::scan(const perf::RingBuffer::Chunk& c, bool sideband)
   }
   // Samples within one ring are in time order, so its first and last bound it.
   if (first_sample != SIZE_MAX) {
-    if (auto t = sample_time_at(c, first_sample, first_size)) {
-      if (!counters_.first_sample_time || *t < *counters_.first_sample_time) {
-        counters_.first_sample_time = *t;
-      }
-    }
-    if (auto t = sample_time_at(c, last_sample, last_size)) {
-      if (!counters_.last_sample_time || *t > *counters_.last_sample_time) {
-        counters_.last_sample_time = *t;
-      }
-    }
+    auto widen = [](std::optional<uint64_t>& first, std::optional<uint64_t>& last,
+                    std::optional<uint64_t> f, std::optional<uint64_t> l) {
+      if (f && (!first || *f < *first)) first = f;
+      if (l && (!last || *l > *last)) last = l;
+    };
+    const auto f = sample_time_at(c, first_sample, first_size);
+    const auto l = sample_time_at(c, last_sample, last_size);
+    widen(counters_.first_sample_time, counters_.last_sample_time, f, l);
+    widen(file_.first_sample_time, file_.last_sample_time, f, l);
   }
   return off;
 }

@@ -18,14 +18,21 @@ namespace bpfprof::record {
 
 struct DrainCounters {
   uint64_t samples = 0;
-  uint64_t lost = 0;            // sum of LOST.lost over sampling rings
-  uint64_t lost_sideband = 0;   // sum of LOST.lost over side-band rings
-  uint64_t lost_samples = 0;    // sum of LOST_SAMPLES.lost
+  uint64_t lost = 0;           // sum of LOST.lost over sampling rings
+  uint64_t lost_sideband = 0;  // sum of LOST.lost over side-band rings
+  uint64_t lost_samples = 0;   // sum of LOST_SAMPLES.lost
   uint64_t throttles = 0;
   uint64_t records = 0;
   uint64_t bytes = 0;
-  uint64_t repaired = 0;        // oversized KSYMBOL/BPF_EVENT records cut to size
+  uint64_t repaired = 0;  // oversized KSYMBOL/BPF_EVENT records cut to size
 
+  std::optional<uint64_t> first_sample_time, last_sample_time;
+};
+
+// The samples of one output file (--switch-output): its SAMPLE_TIME and the
+// count a switch reports.
+struct FileCounters {
+  uint64_t samples = 0;
   std::optional<uint64_t> first_sample_time, last_sample_time;
 };
 
@@ -48,6 +55,9 @@ class RingCopier {
   Result<size_t> copy(perf::RingBuffer& ring, bool sideband, const RecordOutput& out);
 
   const DrainCounters& counters() const { return counters_; }
+  const FileCounters& file_counters() const { return file_; }
+  // A new output file starts: its counters from zero.
+  void start_file() { file_ = {}; }
 
  private:
   // Scans headers of `c`, updating counters; returns the bytes of whole records.
@@ -66,6 +76,7 @@ class RingCopier {
 
   perf::SampleLayout layout_;
   DrainCounters counters_;
+  FileCounters file_;
   std::vector<std::byte> scratch_;
   std::vector<Repair> repairs_;
 };

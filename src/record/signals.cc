@@ -9,12 +9,13 @@
 
 namespace bpfprof::record {
 
-Result<SignalGuard> SignalGuard::block_stop_signals() {
+Result<SignalGuard> SignalGuard::block_stop_signals(bool switch_signal) {
   SignalGuard g;
   sigset_t set;
   sigemptyset(&set);
   sigaddset(&set, SIGINT);
   sigaddset(&set, SIGTERM);
+  if (switch_signal) sigaddset(&set, SIGUSR2);
   if (int e = ::pthread_sigmask(SIG_BLOCK, &set, &g.old_); e != 0) {
     return make_sys_error("pthread_sigmask", e);
   }

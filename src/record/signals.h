@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// SIGINT/SIGTERM as a file descriptor for the drain loop. Blocking them in the
+// SIGINT/SIGTERM (and SIGUSR2 for --switch-output=signal) as a file
+// descriptor for the drain loop. Blocking them in the
 // recording thread before any other thread or child exists means no thread is
 // killed by them; the previous mask is restored on destruction.
 #pragma once
@@ -13,7 +14,9 @@ namespace bpfprof::record {
 
 class SignalGuard {
  public:
-  static Result<SignalGuard> block_stop_signals();
+  // `switch_signal`: SIGUSR2 too (--switch-output: it switches the output
+  // file, or is ignored).
+  static Result<SignalGuard> block_stop_signals(bool switch_signal = false);
   SignalGuard(SignalGuard&& other) noexcept;
   SignalGuard& operator=(SignalGuard&&) = delete;
   ~SignalGuard();
