@@ -85,6 +85,7 @@ class CaptureAssembler {
   // Programs and BTF whose records are arriving.
   struct Partial {
     std::vector<CapturedFunc> funcs;
+    std::vector<bpf::MapInfo> maps;
     std::array<Pieces, CAPTURE_NR_ARRAYS> arrays;  // CAPTURE_BTF unused
   };
   std::map<uint32_t, Partial> partial_;

@@ -9,6 +9,7 @@
  *   CAPTURE_CHUNK records for each array (bounded pieces, in offset order),
  *   CAPTURE_CHUNK records of the program's BTF when this BTF id was not yet
  *     sent during the recording,
+ *   one CAPTURE_MAP per map it uses (aux->used_maps, in order),
  *   CAPTURE_PROG last: the scalar fields and what was sent. A program whose
  *     CAPTURE_PROG is missing or says CAPTURE_INCOMPLETE was not captured;
  *     its id then also goes into the small `missed` ring, which wakes the
@@ -27,13 +28,14 @@
 #include <linux/types.h>
 
 enum capture_kind {
-	CAPTURE_PROG = 1,
-	CAPTURE_FUNC = 2,
-	CAPTURE_CHUNK = 3,
-	CAPTURE_MISSED = 4, /* in the `missed` ring: a program not captured whole */
-	CAPTURE_LINK = 5,   /* a link created, or a program attached without one */
-	CAPTURE_MISSED_LINK = 6, /* in `missed`: a link whose CAPTURE_LINK did not fit */
-	CAPTURE_TEST_RUN = 7, /* a program run by BPF_PROG_TEST_RUN (first run only) */
+  CAPTURE_PROG = 1,
+  CAPTURE_FUNC = 2,
+  CAPTURE_CHUNK = 3,
+  CAPTURE_MISSED = 4,      /* in the `missed` ring: a program not captured whole */
+  CAPTURE_LINK = 5,        /* a link created, or a program attached without one */
+  CAPTURE_MISSED_LINK = 6, /* in `missed`: a link whose CAPTURE_LINK did not fit */
+  CAPTURE_TEST_RUN = 7,    /* a program run by BPF_PROG_TEST_RUN (first run only) */
+  CAPTURE_MAP = 8,         /* one map a program uses */
 };
 
 /* Which array a CAPTURE_CHUNK belongs to. */
@@ -96,10 +98,29 @@ struct capture_prog {
 	__u32 attach_btf_id;
 	__u32 nr_funcs;       /* CAPTURE_FUNC records sent */
 	__u32 btf_size;       /* bytes of BTF sent (0: not sent by this program) */
-	__u32 pad;
-	__u32 sent[CAPTURE_NR_ARRAYS]; /* bytes sent per array */
+        __u32 nr_maps; /* CAPTURE_MAP records sent (used_map_cnt, at most CAPTURE_MAPS_MAX) */
+        __u32 sent[CAPTURE_NR_ARRAYS]; /* bytes sent per array */
 	__u32 pad2;
 	__u64 cgroup_id; /* the loading task's cgroup v2 id (bpf_get_current_cgroup_id) */
+};
+
+/* The kernel's MAX_USED_MAPS: no program uses more maps. */
+#define CAPTURE_MAPS_MAX 64
+
+/* One map of a program (hdr.id: the program id), as struct bpf_map has it. */
+struct capture_map {
+  struct capture_header hdr;
+  __u32 index; /* in aux->used_maps */
+  __u32 map_id;
+  __u32 type; /* enum bpf_map_type */
+  __u32 key_size;
+  __u32 value_size;
+  __u32 max_entries;
+  __u32 map_flags;
+  __u32 pad;
+  __u64 addr;       /* the struct bpf_map: what the JIT loads for a map reference */
+  __u64 value_addr; /* an array map's first value (direct value access), else 0 */
+  char name[16];
 };
 
 /* CAPTURE_MISSED: a program not captured whole, and its loader's cgroup. */

@@ -22,9 +22,27 @@ struct btf {
 
 struct bpf_prog;
 
+struct bpf_map {
+  enum bpf_map_type map_type;
+  __u32 key_size;
+  __u32 value_size;
+  __u32 max_entries;
+  __u32 map_flags;
+  __u32 id;
+  char name[16];
+} CORE;
+
+/* An array map: its values start at `value` (direct value access loads
+ * that address plus the offset). */
+struct bpf_array {
+  struct bpf_map map;
+  char value[];
+} CORE;
+
 struct bpf_prog_aux {
 	__u32 used_map_cnt;
-	__u32 id;
+        struct bpf_map** used_maps;
+        __u32 id;
 	__u32 func_cnt;
 	__u32 attach_btf_id;
 	struct btf *attach_btf;

@@ -58,6 +58,52 @@ static long func_cb(__u32 i, void *arg)
 	return 0;
 }
 
+struct map_ctx {
+  struct bpf_map** maps;
+  __u32 id;
+  __u32 failed;
+};
+
+/* Map i of aux->used_maps: its fields and where it lies. */
+static long map_cb(__u32 i, void* arg) {
+  struct map_ctx* c = arg;
+  struct capture_map* r;
+  struct bpf_map* m = 0;
+
+  if (bpf_probe_read_kernel(&m, sizeof(m), &c->maps[i]) || !m) {
+    c->failed = 1;
+    return 1;
+  }
+  r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
+  if (!r) {
+    struct capture_counters* n = count();
+
+    if (n) __sync_fetch_and_add(&n->lost_records, 1);
+    c->failed = 1;
+    return 1;
+  }
+  r->hdr.kind = CAPTURE_MAP;
+  r->hdr.id = c->id;
+  r->index = i;
+  r->map_id = BPF_CORE_READ(m, id);
+  r->type = BPF_CORE_READ(m, map_type);
+  r->key_size = BPF_CORE_READ(m, key_size);
+  r->value_size = BPF_CORE_READ(m, value_size);
+  r->max_entries = BPF_CORE_READ(m, max_entries);
+  r->map_flags = BPF_CORE_READ(m, map_flags);
+  r->pad = 0;
+  r->addr = (__u64)m;
+  /* BPF_MAP_TYPE_ARRAY's values follow its struct bpf_array header. */
+  r->value_addr =
+      r->type == BPF_MAP_TYPE_ARRAY ? (__u64)m + bpf_core_field_offset(struct bpf_array, value) : 0;
+  if (bpf_core_read(r->name, sizeof(r->name), &m->name)) {
+    bpf_ringbuf_discard(r, BPF_RB_NO_WAKEUP);
+    c->failed = 1;
+    return 1;
+  }
+  bpf_ringbuf_submit(r, BPF_RB_NO_WAKEUP);
+  return 0;
+}
 
 /* BPF_PROG_LOAD returned `fd`: the new program, copied out. */
 static __always_inline int capture_load(__s64 fd)
@@ -138,7 +184,17 @@ static __always_inline int capture_load(__s64 fd)
 			p.flags |= CAPTURE_INCOMPLETE;
 	}
 
-	/* The program's BTF, once per BTF id in the recording. */
+        /* The maps it uses: ids, shapes and kernel addresses. */
+        if (p.nr_map_ids) {
+          struct map_ctx mc = {.maps = BPF_CORE_READ(aux, used_maps), .id = p.hdr.id};
+
+          p.nr_maps = p.nr_map_ids < CAPTURE_MAPS_MAX ? p.nr_map_ids : CAPTURE_MAPS_MAX;
+          if (!mc.maps) p.nr_maps = 0;
+          bpf_loop(p.nr_maps, map_cb, &mc, 0);
+          if (mc.failed) p.flags |= CAPTURE_INCOMPLETE;
+        }
+
+        /* The program's BTF, once per BTF id in the recording. */
 	btf = BPF_CORE_READ(aux, btf);
 	if (btf) {
 		__u32 btf_id = BPF_CORE_READ(btf, id);
