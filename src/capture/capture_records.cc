@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "capture/capture_records.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace bpfprof::capture {
@@ -135,6 +136,10 @@ void CaptureAssembler::add(std::span<const std::byte> rec) {
     case CAPTURE_MAP: {
       capture_map m{};
       if (!read_pod(rec, m) || m.map_id == 0) break;
+      if (m.index == CAPTURE_MAP_BOUND) {
+        add_bound_map(captured_map(m), h.id);
+        return;
+      }
       auto& maps = partial_[h.id].maps;
       if (m.index != maps.size() || maps.size() >= CAPTURE_MAPS_MAX) break;  // in order, bounded
       maps.push_back(captured_map(m));
@@ -240,6 +245,27 @@ void CaptureAssembler::add_prog(const capture_prog& p) {
   infos_.insert_or_assign(p.hdr.id, assemble_prog_info(p, part.funcs, part.maps, part.arrays));
   captured_.insert(p.hdr.id);
   incomplete_.erase(p.hdr.id);
+}
+
+void CaptureAssembler::add_bound_map(bpf::MapInfo m, uint32_t prog) {
+  // Bound after the load's exit, so after its CAPTURE_PROG: a program not
+  // captured whole is read by id later, bound maps and all.
+  auto it = infos_.find(prog);
+  if (it == infos_.end() || !it->second.maps) return;
+  std::vector<bpf::MapInfo>& maps = *it->second.maps;
+  if (std::any_of(maps.begin(), maps.end(), [&](const bpf::MapInfo& x) { return x.id == m.id; })) {
+    return;  // already used: the kernel binds nothing
+  }
+  maps.push_back(std::move(m));
+  maps_bound_.insert(prog);
+}
+
+void CaptureAssembler::take_bound_maps(std::map<uint32_t, std::vector<bpf::MapInfo>>& out) {
+  for (uint32_t prog : maps_bound_) {
+    if (auto it = infos_.find(prog); it != infos_.end() && it->second.maps)
+      out[prog] = *it->second.maps;
+  }
+  maps_bound_.clear();
 }
 
 void CaptureAssembler::take_links(std::vector<CapturedLink>& links,

@@ -75,6 +75,35 @@ TEST(CaptureAssemblerTest, AProgramsMapsComeWithItsInfo) {
   EXPECT_TRUE(a.infos().at(8).maps->empty());
 }
 
+TEST(CaptureAssemblerTest, AMapBoundAfterTheLoadJoinsTheProgramsList) {
+  CaptureAssembler a;
+  add_all(a, capture_program(7, 0, 0, 1));
+  std::map<uint32_t, std::vector<bpf::MapInfo>> bound;
+  a.take_bound_maps(bound);
+  EXPECT_TRUE(bound.empty());
+  CaptureRecord rodata = testing::capture_map_record(7, 2);
+  reinterpret_cast<capture_map*>(rodata.data())->index = CAPTURE_MAP_BOUND;
+  a.add(rodata);
+  a.add(rodata);  // bound twice: the kernel keeps one
+  CaptureRecord used = testing::capture_map_record(7, 0);
+  reinterpret_cast<capture_map*>(used.data())->index = CAPTURE_MAP_BOUND;
+  a.add(used);  // already used by the program
+  CaptureRecord stray = testing::capture_map_record(9, 0);
+  reinterpret_cast<capture_map*>(stray.data())->index = CAPTURE_MAP_BOUND;
+  a.add(stray);  // a program not captured: read by id, not here
+  EXPECT_EQ(a.bad_records(), 0u);
+  const std::vector<bpf::MapInfo>& maps = *a.infos().at(7).maps;
+  ASSERT_EQ(maps.size(), 2u);
+  EXPECT_EQ(maps[1].id, 102u);
+  EXPECT_EQ(maps[1].name, "map_2");
+  a.take_bound_maps(bound);
+  ASSERT_EQ(bound.size(), 1u);
+  EXPECT_EQ(bound.at(7), maps);
+  bound.clear();
+  a.take_bound_maps(bound);
+  EXPECT_TRUE(bound.empty());
+}
+
 TEST(CaptureAssemblerTest, AMissingOrMisplacedMapLeavesTheProgramIncomplete) {
   std::vector<CaptureRecord> lost = capture_program(7, 0, 0, 3);
   lost.erase(lost.end() - 3);  // map 1 never came: map 2 is out of order

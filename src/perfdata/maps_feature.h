@@ -31,7 +31,9 @@ ProgramMaps program_maps(const std::vector<bpf::ProgInfo>& progs);
 //                 u64 addr, u64 value_addr (0: not known), u64 0.
 // A newer writer's longer map entries are read for their first 64 bytes.
 std::vector<std::byte> encode_maps(const ProgramMaps& maps);
-// Into `out` (a program already there keeps its first list). An entry with
+// Into `out`: a program already there gets the maps of this list it does
+// not have yet, appended (a recorder's later piece for a program lists the
+// maps BPF_PROG_BIND_MAP bound to it since). An entry with
 // an impossible size (more maps than a program can use, entries shorter
 // than 64 bytes or past the section's end) is an error naming its offset;
 // the programs before it stay in `out`.

@@ -93,6 +93,18 @@ TEST(MapsFeatureTest, ImpossibleSizesAreOneErrorAndKeepWhatCameBefore) {
   EXPECT_TRUE(out.empty());
 }
 
+TEST(MapsFeatureTest, ALaterPieceForAProgramAddsTheMapsBoundSince) {
+  ProgramMaps out;
+  ASSERT_TRUE(decode_maps(encode_maps(two_programs()), 0, out).ok());
+  ProgramMaps later = {
+      {7,
+       {map_of(14, BPF_MAP_TYPE_HASH, "counts"), map_of(15, BPF_MAP_TYPE_ARRAY, "prog.bss"),
+        map_of(16, BPF_MAP_TYPE_ARRAY, "prog.rodata")}}};
+  ASSERT_TRUE(decode_maps(encode_maps(later), 0, out).ok());
+  EXPECT_EQ(out.at(7), later.at(7));
+  EXPECT_TRUE(out.at(8).empty());
+}
+
 TEST(MapsFeatureTest, LongerEntriesOfANewerWriterAreReadForWhatWeKnow) {
   ByteVec b = encode_maps({{7, {map_of(14, BPF_MAP_TYPE_HASH, "counts")}}});
   const uint32_t entry = 72;
