@@ -257,6 +257,7 @@ void CaptureAssembler::add_bound_map(bpf::MapInfo m, uint32_t prog) {
     return;  // already used: the kernel binds nothing
   }
   maps.push_back(std::move(m));
+  it->second.info.nr_map_ids = static_cast<uint32_t>(maps.size());  // as bpf_prog_info says now
   maps_bound_.insert(prog);
 }
 

@@ -94,6 +94,7 @@ TEST(CaptureAssemblerTest, AMapBoundAfterTheLoadJoinsTheProgramsList) {
   EXPECT_EQ(a.bad_records(), 0u);
   const std::vector<bpf::MapInfo>& maps = *a.infos().at(7).maps;
   ASSERT_EQ(maps.size(), 2u);
+  EXPECT_EQ(a.infos().at(7).info.nr_map_ids, 2u);
   EXPECT_EQ(maps[1].id, 102u);
   EXPECT_EQ(maps[1].name, "map_2");
   a.take_bound_maps(bound);
