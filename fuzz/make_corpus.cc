@@ -160,6 +160,7 @@ ByteVec capture_input(const std::vector<testing::CaptureRecord>& records) {
 
 void capture_corpus(const std::string& dir) {
   put_with_variants(dir, "program_with_btf", capture_input(testing::capture_program(7, 3)));
+  put_with_variants(dir, "program_with_maps", capture_input(testing::capture_program(7, 0, 0, 2)));
   std::vector<testing::CaptureRecord> records = testing::capture_program(8, 0, CAPTURE_INCOMPLETE);
   records.push_back(testing::capture_pod(capture_header{CAPTURE_MISSED, 8}));
   for (auto& r : testing::capture_program(9, 3)) records.push_back(r);

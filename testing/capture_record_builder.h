@@ -35,11 +35,31 @@ inline CaptureRecord capture_chunk_record(uint32_t id, uint32_t prog_id, uint32_
   return capture_pod(c, data);
 }
 
+// One CAPTURE_MAP of program `prog`: map i has id 100 + i, is a hash map
+// "map_<i>" of 4-byte keys and (8 + i)-byte values, at 0xffff888000010000 + 0x1000 * i.
+inline CaptureRecord capture_map_record(uint32_t prog, uint32_t i) {
+  capture_map m{};
+  m.hdr = {CAPTURE_MAP, prog};
+  m.index = i;
+  m.map_id = 100 + i;
+  m.type = 1;
+  m.key_size = 4;
+  m.value_size = 8 + i;
+  m.max_entries = 1024;
+  m.map_flags = 1;
+  m.addr = 0xffff888000010000 + 0x1000 * i;
+  m.name[0] = 'm', m.name[1] = 'a', m.name[2] = 'p', m.name[3] = '_';
+  m.name[4] = static_cast<char>('0' + i);
+  return capture_pod(m);
+}
+
 // What the capture sends for one program of two 48-byte functions with
-// func_info (2), line_info and jited_line_info (3 each), and its 40-byte
-// BTF in two pieces if btf_id != 0, in the kernel side's order: each
-// function and its image, the arrays, the BTF, CAPTURE_PROG last.
-inline std::vector<CaptureRecord> capture_program(uint32_t id, uint32_t btf_id, uint32_t flags = 0) {
+// func_info (2), line_info and jited_line_info (3 each), its 40-byte BTF in
+// two pieces if btf_id != 0, and `nr_maps` maps (capture_map_record), in
+// the kernel side's order: each function and its image, the arrays, the
+// BTF, the maps, CAPTURE_PROG last.
+inline std::vector<CaptureRecord> capture_program(uint32_t id, uint32_t btf_id, uint32_t flags = 0,
+                                                  uint32_t nr_maps = 0) {
   std::vector<CaptureRecord> out;
   for (uint32_t i = 0; i < 2; i++) {
     capture_func f{};
@@ -73,6 +93,8 @@ inline std::vector<CaptureRecord> capture_program(uint32_t id, uint32_t btf_id, 
     out.push_back(capture_chunk_record(btf_id, id, CAPTURE_BTF, 0, std::vector<std::byte>(24, std::byte{0x9f})));
     out.push_back(capture_chunk_record(btf_id, id, CAPTURE_BTF, 24, std::vector<std::byte>(16, std::byte{0xeb})));
   }
+  for (uint32_t i = 0; i < nr_maps; i++) out.push_back(capture_map_record(id, i));
+  p.nr_map_ids = p.nr_maps = nr_maps;
   out.push_back(capture_pod(p));
   return out;
 }

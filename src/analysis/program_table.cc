@@ -151,6 +151,7 @@ std::vector<ProgramRow> program_table(const symbols::Symbolizer& sym,
       row.xlated_len = prog.info->info.xlated_prog_len;
       row.verified_insns = prog.info->info.verified_insns;
       row.kernel_name = prog.info->name();
+      row.maps = prog.info->maps;
     }
     row.metadata = prog.metadata;
     row.id = prog.id;

@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "bpf/prog_info.h"
 #include "profile/profile.h"
 
 namespace bpfprof::analysis {
@@ -102,6 +103,9 @@ struct ProgramRow {
   // Its bpf_metadata_* variables (name without the prefix, value) from a
   // BPF_METADATA record (perf 6.17+); empty when the file has none for it.
   std::vector<std::pair<std::string, std::string>> metadata;
+  // The maps it uses (section 249), in the kernel's order; none when the
+  // recording does not say.
+  std::optional<std::vector<bpf::MapInfo>> maps;
   // The name bpf_prog_info stores, which the kernel cuts at 15 characters;
   // none without stored info.
   std::optional<std::string> kernel_name;

@@ -125,6 +125,22 @@ void name_call_targets(const symbols::Symbolizer& sym, const BpfProgram& p,
   }
 }
 
+// Each 64-bit immediate load of a map's address (a map reference: its
+// struct bpf_map; direct value access: an array map's value) named after
+// the map, from the maps the recording stored with the program.
+void name_map_loads(const bpf::ProgInfo& info, std::vector<AnnotatedFunction>& functions) {
+  if (!info.maps || info.maps->empty()) return;
+  for (AnnotatedFunction& f : functions) {
+    for (LineBlock& b : f.blocks) {
+      for (AnnotatedInsn& i : b.insns) {
+        if (!i.target.empty()) continue;
+        if (const std::optional<uint64_t> imm = imm64_operand(i.text))
+          i.target = map_at(*info.maps, *imm);
+      }
+    }
+  }
+}
+
 // Does the sample's kernel callchain (not its leaf) hold an address in one of
 // `ranges`? A cheap test before symbolizing a whole chain.
 bool chain_enters(const perf::Sample& s, const std::vector<std::pair<uint64_t, uint64_t>>& ranges) {
@@ -226,6 +242,7 @@ Result<Annotation> annotate(const analysis::Session& session, std::string_view q
       }
     }
     name_call_targets(sym, src, l.functions);
+    name_map_loads(*src.info, l.functions);
     l.has_lines = std::any_of(l.functions.begin(), l.functions.end(), [](const AnnotatedFunction& f) {
       return std::any_of(f.blocks.begin(), f.blocks.end(), [](const LineBlock& b) { return b.line.has_value(); });
     });

@@ -34,7 +34,9 @@ struct AnnotatedInsn {
   std::string text;     // capstone's "mnemonic operands"
   uint64_t samples = 0;
   // A direct call's target as the recording names it at the program's load
-  // (helper, kfunc, subprogram: "bpf_map_update_elem"), "" otherwise.
+  // (helper, kfunc, subprogram: "bpf_map_update_elem"), or the map whose
+  // kernel address a 64-bit immediate load loads ("map[id:14 counts]",
+  // "map[id:15 prog.bss]+0x8" in an array map's values); "" otherwise.
   std::string target;
   // Samples charged to the program as its callees (docs/cost.md) whose
   // innermost program frame returns to the instruction after this call.
@@ -107,6 +109,12 @@ bool add_callee_samples(AnnotatedFunction& f, uint32_t offset, uint64_t n);
 // The absolute target of a direct call ("call 0xffffffff81523bd0",
 // "bl #0xffff800080123456"), if `text` is one.
 std::optional<uint64_t> call_target(std::string_view text);
+// The immediate of a 64-bit immediate load ("movabs rdi, 0xffff888102f4c000"),
+// if `text` is one.
+std::optional<uint64_t> imm64_operand(std::string_view text);
+// The map at `addr` among `maps`: "map[id:N name]" for its struct bpf_map,
+// "map[id:N name]+0xOFF" inside an array map's values; "" for none.
+std::string map_at(const std::vector<bpf::MapInfo>& maps, uint64_t addr);
 // Fills block and function samples and line totals from instruction samples.
 void finish_counts(AnnotatedFunction& f);
 

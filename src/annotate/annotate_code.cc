@@ -182,6 +182,38 @@ std::optional<uint64_t> call_target(std::string_view text) {
   return v;
 }
 
+std::optional<uint64_t> imm64_operand(std::string_view text) {
+  if (!text.starts_with("movabs ")) return std::nullopt;
+  const size_t at = text.rfind(", 0x");
+  if (at == std::string_view::npos) return std::nullopt;
+  std::string_view rest = text.substr(at + 4);
+  if (rest.empty() || rest.size() > 16) return std::nullopt;
+  uint64_t v = 0;
+  for (char c : rest) {
+    const int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+    if (d < 0) return std::nullopt;
+    v = v << 4 | static_cast<uint64_t>(d);
+  }
+  return v;
+}
+
+std::string map_at(const std::vector<bpf::MapInfo>& maps, uint64_t addr) {
+  if (addr == 0) return "";
+  for (const bpf::MapInfo& m : maps) {
+    if (m.addr == addr) return fmt::format("map[id:{} {}]", m.id, m.name);
+  }
+  for (const bpf::MapInfo& m : maps) {
+    // The kernel rounds an array's elements up to 8 bytes.
+    const uint64_t size = (uint64_t{m.value_size} + 7) / 8 * 8 * m.max_entries;
+    if (m.value_addr != 0 && addr >= m.value_addr && addr - m.value_addr < size) {
+      const uint64_t off = addr - m.value_addr;
+      return off ? fmt::format("map[id:{} {}]+{:#x}", m.id, m.name, off)
+                 : fmt::format("map[id:{} {}]", m.id, m.name);
+    }
+  }
+  return "";
+}
+
 void finish_counts(AnnotatedFunction& f) {
   f.samples = 0;
   f.callee_samples = 0;

@@ -247,5 +247,23 @@ TEST(ClosestNamesTest, EditDistanceAndContainment) {
   EXPECT_EQ(closest_names("43", names, 1), std::vector<std::string>{"42"});
 }
 
+TEST(AnnotateTest, ImmediateLoadsOfAMapsAddressNameTheMap) {
+  EXPECT_EQ(imm64_operand("movabs rdi, 0xffff888102f4c000"), 0xffff888102f4c000u);
+  EXPECT_EQ(imm64_operand("movabs rax, 0x1"), 1u);
+  EXPECT_FALSE(imm64_operand("mov edi, 0x10"));
+  EXPECT_FALSE(imm64_operand("movabs rdi, qword ptr [0x1000]"));
+  const std::vector<bpf::MapInfo> maps = {
+      {14, BPF_MAP_TYPE_HASH, 4, 8, 1024, 0, "counts", 0xffff888102f4c000, 0},
+      {15, BPF_MAP_TYPE_ARRAY, 4, 12, 2, 0, "prog.bss", 0xffff888102f50000, 0xffff888102f50150}};
+  EXPECT_EQ(map_at(maps, 0xffff888102f4c000), "map[id:14 counts]");
+  EXPECT_EQ(map_at(maps, 0xffff888102f50000), "map[id:15 prog.bss]");
+  EXPECT_EQ(map_at(maps, 0xffff888102f50150), "map[id:15 prog.bss]");
+  // Two values of 12 bytes, each rounded up to 16: the second one's bytes.
+  EXPECT_EQ(map_at(maps, 0xffff888102f50150 + 0x14), "map[id:15 prog.bss]+0x14");
+  EXPECT_EQ(map_at(maps, 0xffff888102f50150 + 0x20), "");
+  EXPECT_EQ(map_at(maps, 0xffff888102f4c008), "");  // inside struct bpf_map: not a load of it
+  EXPECT_EQ(map_at(maps, 0), "");
+}
+
 }  // namespace
 }  // namespace bpfprof::annotate

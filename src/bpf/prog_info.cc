@@ -2,6 +2,7 @@
 #include "bpf/prog_info.h"
 
 #include <cstring>
+#include <iterator>
 
 namespace bpfprof::bpf {
 
@@ -13,6 +14,26 @@ Tag ProgInfo::tag() const {
 
 std::string ProgInfo::name() const {
   return std::string(info.name, strnlen(info.name, sizeof info.name));
+}
+
+std::string map_type_name(uint32_t type) {
+  // libbpf's names (libbpf_bpf_map_type_str), which bpftool prints; by
+  // number so that a reader built against older headers names newer types.
+  // clang-format off
+  static constexpr const char* kNames[] = {
+      "unspec", "hash", "array", "prog_array",
+      "perf_event_array", "percpu_hash", "percpu_array", "stack_trace",
+      "cgroup_array", "lru_hash", "lru_percpu_hash", "lpm_trie",
+      "array_of_maps", "hash_of_maps", "devmap", "sockmap",
+      "cpumap", "xskmap", "sockhash", "cgroup_storage",
+      "reuseport_sockarray", "percpu_cgroup_storage", "queue", "stack",
+      "sk_storage", "devmap_hash", "struct_ops", "ringbuf",
+      "inode_storage", "task_storage", "bloom_filter", "user_ringbuf",
+      "cgrp_storage", "arena",
+  };
+  // clang-format on
+  if (type < std::size(kNames)) return kNames[type];
+  return "type " + std::to_string(type);
 }
 
 std::string tag_hex(const Tag& tag) {

@@ -9,12 +9,32 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 namespace bpfprof::bpf {
 
 using Tag = std::array<uint8_t, 8>;
+
+// One map a program uses, as struct bpf_map (captured at load) or
+// bpf_map_info (queried) has it.
+struct MapInfo {
+  uint32_t id = 0;
+  uint32_t type = 0;  // enum bpf_map_type
+  uint32_t key_size = 0, value_size = 0, max_entries = 0;
+  uint32_t flags = 0;  // map_flags
+  std::string name;
+  // The kernel address of its struct bpf_map (what the JIT loads for a map
+  // reference) and, for an array map, of its first value (what it loads for
+  // direct value access); 0 where not known (a map queried by id).
+  uint64_t addr = 0, value_addr = 0;
+  bool operator==(const MapInfo&) const = default;
+};
+
+// The name bpftool prints for a map type ("hash", "percpu_array", ...);
+// "type N" for a number it does not know.
+std::string map_type_name(uint32_t type);
 
 struct ProgInfo {
   // Scalar fields as the kernel filled them; every pointer field is 0 here and
@@ -29,6 +49,9 @@ struct ProgInfo {
   std::vector<Tag> prog_tags;              // tag per function
   // Name per function exactly as the kernel registers it (KSYMBOL, kallsyms).
   std::vector<std::string> ksym_names;
+  // The maps it uses (aux->used_maps, bpf_prog_info.map_ids), in the
+  // kernel's order; none when the recording does not say.
+  std::optional<std::vector<MapInfo>> maps;
 
   uint32_t id() const { return info.id; }
   Tag tag() const;

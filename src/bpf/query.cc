@@ -5,15 +5,15 @@
 #include "bpf/query.h"
 
 #include <bpf/bpf.h>
+#include <fmt/format.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <memory>
 #include <span>
-#include <type_traits>
 #include <string>
-
-#include <fmt/format.h>
+#include <type_traits>
 
 #include "base/text_file.h"
 
@@ -211,6 +211,46 @@ Result<ProgInfo> read_prog_info(int prog_fd, const bpf_prog_info& capacity, Read
   out.prog_tags = to_vector<Tag>(filled(6));
   for (auto field : kPointerFields) second.*field = 0;
   out.info = second;
+  // Its maps, by id; a map that cannot be read leaves them unknown (the
+  // program's info is no less right).
+  if (second.nr_map_ids != 0) {
+    if (auto maps = read_prog_maps(prog_fd); maps.ok()) out.maps = std::move(maps).value();
+  } else {
+    out.maps.emplace();
+  }
+  return out;
+}
+
+Result<std::vector<MapInfo>> read_prog_maps(int prog_fd) {
+  // A program uses at most MAX_USED_MAPS (64) maps; the kernel reports the
+  // count and fills what fits.
+  constexpr uint32_t kMaxUsedMaps = 64;
+  uint32_t ids[kMaxUsedMaps] = {};
+  bpf_prog_info info{};
+  info.nr_map_ids = kMaxUsedMaps;
+  info.map_ids = reinterpret_cast<uintptr_t>(ids);
+  BPFPROF_TRY(get_info(prog_fd, info, "map ids"));
+  std::vector<MapInfo> out;
+  for (uint32_t i = 0; i < std::min(info.nr_map_ids, kMaxUsedMaps); ++i) {
+    const std::string who =
+        "map " + std::to_string(ids[i]) + " of program " + std::to_string(info.id);
+    UniqueFd fd(bpf_map_get_fd_by_id(ids[i]));
+    if (!fd.valid()) return make_sys_error("bpf_map_get_fd_by_id of " + who, errno);
+    bpf_map_info m{};
+    __u32 len = sizeof m;
+    if (bpf_obj_get_info_by_fd(fd.get(), &m, &len) != 0) {
+      return make_sys_error("bpf_obj_get_info_by_fd of " + who, errno);
+    }
+    MapInfo mi;
+    mi.id = m.id;
+    mi.type = m.type;
+    mi.key_size = m.key_size;
+    mi.value_size = m.value_size;
+    mi.max_entries = m.max_entries;
+    mi.flags = m.map_flags;
+    mi.name.assign(m.name, strnlen(m.name, sizeof m.name));
+    out.push_back(std::move(mi));
+  }
   return out;
 }
 

@@ -36,7 +36,8 @@ Result<UniqueFd> prog_fd_by_id(uint32_t id);
 // An fd of the object pinned at `path` in a BPF filesystem (BPF_OBJ_GET).
 Result<UniqueFd> pinned_object(const std::string& path);
 // bpf_prog_info with every array bpfprof stores (JITed image and ksyms, func
-// lens, func/line info, jited line info, prog tags), fetched in two phases.
+// lens, func/line info, jited line info, prog tags), fetched in two phases,
+// and its maps (read_prog_maps; left unknown when they cannot be read).
 // Only the kernel's data: ksym_names stay empty (the enricher needs none, since
 // names come from KSYMBOL records; resolve_ksym_names fills them).
 Result<ProgInfo> read_prog_info(int prog_fd);
@@ -46,6 +47,10 @@ Result<ProgInfo> read_prog_info(int prog_fd, const bpf_prog_info& capacity);
 // The same as read_prog_info(fd) / (fd, capacity), the kernel writing into `buffers`.
 Result<ProgInfo> read_prog_info(int prog_fd, ReadBuffers& buffers);
 Result<ProgInfo> read_prog_info(int prog_fd, const bpf_prog_info& capacity, ReadBuffers& buffers);
+// The maps the program on `prog_fd` uses, in the kernel's order
+// (bpf_prog_info.map_ids, then bpf_map_info of each): no kernel address
+// (MapInfo::addr 0), which only the in-kernel capture reads.
+Result<std::vector<MapInfo>> read_prog_maps(int prog_fd);
 // The capacities read_prog_info(fd) starts with.
 bpf_prog_info default_capacity();
 // As above, plus ksym_names: taken from `kallsyms` where it has them and

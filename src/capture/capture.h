@@ -80,6 +80,10 @@ class Capture {
   void take_loader_cgroups(std::vector<std::pair<uint32_t, uint64_t>>& out) {
     records_.take_loader_cgroups(out);
   }
+  // Captured programs BPF_PROG_BIND_MAP added maps to: their whole lists.
+  void take_bound_maps(std::map<uint32_t, std::vector<bpf::MapInfo>>& out) {
+    records_.take_bound_maps(out);
+  }
   // Readable when the capture wants a drain now: a program did not fit, or
   // the ring is half full. Nothing else wakes it. -1 after stop().
   int wake_fd() const;

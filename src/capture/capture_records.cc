@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "capture/capture_records.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace bpfprof::capture {
@@ -21,6 +22,7 @@ bool read_pod(std::span<const std::byte> rec, T& out) {
 // The one place a capture becomes a bpf_prog_info entry: the fields the
 // enricher's bpf_obj_get_info_by_fd would report, arrays as it stores them.
 bpf::ProgInfo assemble_prog_info(const capture_prog& p, std::vector<CapturedFunc>& funcs,
+                                 std::vector<bpf::MapInfo>& maps,
                                  std::array<CaptureAssembler::Pieces, CAPTURE_NR_ARRAYS>& arrays) {
   bpf::ProgInfo out;
   bpf_prog_info& i = out.info;
@@ -64,6 +66,7 @@ bpf::ProgInfo assemble_prog_info(const capture_prog& p, std::vector<CapturedFunc
   i.nr_func_info = p.nr_func_info;
   i.nr_line_info = p.nr_line_info;
   i.nr_jited_line_info = p.nr_jited_line_info;
+  out.maps = std::move(maps);
   return out;
 }
 
@@ -73,6 +76,20 @@ std::string fixed_string(const char (&a)[N]) {
   size_t n = 0;
   while (n < N && a[n] != '\0') n++;
   return std::string(a, n);
+}
+
+bpf::MapInfo captured_map(const capture_map& r) {
+  bpf::MapInfo m;
+  m.id = r.map_id;
+  m.type = r.type;
+  m.key_size = r.key_size;
+  m.value_size = r.value_size;
+  m.max_entries = r.max_entries;
+  m.flags = r.map_flags;
+  m.name = fixed_string(r.name);
+  m.addr = r.addr;
+  m.value_addr = r.value_addr;
+  return m;
 }
 
 CapturedLink captured_link(const capture_link& r) {
@@ -114,6 +131,18 @@ void CaptureAssembler::add(std::span<const std::byte> rec) {
       out.len = f.jited_len;
       std::memcpy(out.tag.data(), f.tag, out.tag.size());
       funcs.push_back(out);
+      return;
+    }
+    case CAPTURE_MAP: {
+      capture_map m{};
+      if (!read_pod(rec, m) || m.map_id == 0) break;
+      if (m.index == CAPTURE_MAP_BOUND) {
+        add_bound_map(captured_map(m), h.id);
+        return;
+      }
+      auto& maps = partial_[h.id].maps;
+      if (m.index != maps.size() || maps.size() >= CAPTURE_MAPS_MAX) break;  // in order, bounded
+      maps.push_back(captured_map(m));
       return;
     }
     case CAPTURE_CHUNK: {
@@ -198,7 +227,8 @@ void CaptureAssembler::add_prog(const capture_prog& p) {
     loader_cgroups_.emplace_back(p.hdr.id, p.cgroup_id);
   }
   auto arrived = [](const Pieces& a, uint64_t size) { return !a.gap && a.data.size() == size; };
-  bool whole = !(p.flags & CAPTURE_INCOMPLETE) && part.funcs.size() == p.nr_funcs;
+  bool whole = !(p.flags & CAPTURE_INCOMPLETE) && part.funcs.size() == p.nr_funcs &&
+               part.maps.size() == p.nr_maps && p.nr_maps == p.nr_map_ids;
   for (int a = 0; a < CAPTURE_BTF; a++) whole = whole && arrived(part.arrays[a], p.sent[a]);
   if (p.flags & CAPTURE_BTF_SENT) {
     auto btf = partial_btf_.extract(p.btf_id);
@@ -212,9 +242,31 @@ void CaptureAssembler::add_prog(const capture_prog& p) {
     incomplete_.insert(p.hdr.id);
     return;
   }
-  infos_.insert_or_assign(p.hdr.id, assemble_prog_info(p, part.funcs, part.arrays));
+  infos_.insert_or_assign(p.hdr.id, assemble_prog_info(p, part.funcs, part.maps, part.arrays));
   captured_.insert(p.hdr.id);
   incomplete_.erase(p.hdr.id);
+}
+
+void CaptureAssembler::add_bound_map(bpf::MapInfo m, uint32_t prog) {
+  // Bound after the load's exit, so after its CAPTURE_PROG: a program not
+  // captured whole is read by id later, bound maps and all.
+  auto it = infos_.find(prog);
+  if (it == infos_.end() || !it->second.maps) return;
+  std::vector<bpf::MapInfo>& maps = *it->second.maps;
+  if (std::any_of(maps.begin(), maps.end(), [&](const bpf::MapInfo& x) { return x.id == m.id; })) {
+    return;  // already used: the kernel binds nothing
+  }
+  maps.push_back(std::move(m));
+  it->second.info.nr_map_ids = static_cast<uint32_t>(maps.size());  // as bpf_prog_info says now
+  maps_bound_.insert(prog);
+}
+
+void CaptureAssembler::take_bound_maps(std::map<uint32_t, std::vector<bpf::MapInfo>>& out) {
+  for (uint32_t prog : maps_bound_) {
+    if (auto it = infos_.find(prog); it != infos_.end() && it->second.maps)
+      out[prog] = *it->second.maps;
+  }
+  maps_bound_.clear();
 }
 
 void CaptureAssembler::take_links(std::vector<CapturedLink>& links,

@@ -71,8 +71,11 @@ class CaptureAssembler {
   // CAPTURE_MISSED arrived since the last call (captured whole or not),
   // each program once: (program id, cgroup id), in arrival order.
   void take_loader_cgroups(std::vector<std::pair<uint32_t, uint64_t>>& out);
+  // The whole map list of every captured program that BPF_PROG_BIND_MAP
+  // added a map to since the last call (ProgInfo::maps is updated too).
+  void take_bound_maps(std::map<uint32_t, std::vector<bpf::MapInfo>>& out);
 
- // One array as its pieces arrived; `gap`: a piece came out of order.
+  // One array as its pieces arrived; `gap`: a piece came out of order.
   struct Pieces {
     std::vector<std::byte> data;
     bool gap = false;
@@ -81,10 +84,12 @@ class CaptureAssembler {
  private:
   void add_chunk(const capture_chunk& c, std::span<const std::byte> data);
   void add_prog(const capture_prog& p);
+  void add_bound_map(bpf::MapInfo m, uint32_t prog);
 
   // Programs and BTF whose records are arriving.
   struct Partial {
     std::vector<CapturedFunc> funcs;
+    std::vector<bpf::MapInfo> maps;
     std::array<Pieces, CAPTURE_NR_ARRAYS> arrays;  // CAPTURE_BTF unused
   };
   std::map<uint32_t, Partial> partial_;
@@ -101,6 +106,7 @@ class CaptureAssembler {
   std::map<uint32_t, uint64_t> test_runs_;
   std::set<uint32_t> loader_seen_;
   std::vector<std::pair<uint32_t, uint64_t>> loader_cgroups_;
+  std::set<uint32_t> maps_bound_;  // programs whose map list grew since take_bound_maps
 };
 
 }  // namespace bpfprof::capture

@@ -51,6 +51,74 @@ TEST(CaptureAssemblerTest, AProgramWithEveryArrayAndItsBtf) {
   EXPECT_EQ(a.btfs().at(3).data[24], std::byte{0xeb});
 }
 
+TEST(CaptureAssemblerTest, AProgramsMapsComeWithItsInfo) {
+  CaptureAssembler a;
+  add_all(a, capture_program(7, 0, 0, 2));
+  ASSERT_TRUE(a.captured(7));
+  EXPECT_EQ(a.bad_records(), 0u);
+  const bpf::ProgInfo& p = a.infos().at(7);
+  EXPECT_EQ(p.info.nr_map_ids, 2u);
+  ASSERT_TRUE(p.maps.has_value());
+  ASSERT_EQ(p.maps->size(), 2u);
+  const bpf::MapInfo& m = (*p.maps)[1];
+  EXPECT_EQ(m.id, 101u);
+  EXPECT_EQ(m.type, 1u);
+  EXPECT_EQ(m.name, "map_1");
+  EXPECT_EQ(m.key_size, 4u);
+  EXPECT_EQ(m.value_size, 9u);
+  EXPECT_EQ(m.max_entries, 1024u);
+  EXPECT_EQ(m.flags, 1u);
+  EXPECT_EQ(m.addr, 0xffff888000011000u);
+  // A program without maps says so: an empty list, not an unknown one.
+  add_all(a, capture_program(8, 0));
+  ASSERT_TRUE(a.infos().at(8).maps.has_value());
+  EXPECT_TRUE(a.infos().at(8).maps->empty());
+}
+
+TEST(CaptureAssemblerTest, AMapBoundAfterTheLoadJoinsTheProgramsList) {
+  CaptureAssembler a;
+  add_all(a, capture_program(7, 0, 0, 1));
+  std::map<uint32_t, std::vector<bpf::MapInfo>> bound;
+  a.take_bound_maps(bound);
+  EXPECT_TRUE(bound.empty());
+  CaptureRecord rodata = testing::capture_map_record(7, 2);
+  reinterpret_cast<capture_map*>(rodata.data())->index = CAPTURE_MAP_BOUND;
+  a.add(rodata);
+  a.add(rodata);  // bound twice: the kernel keeps one
+  CaptureRecord used = testing::capture_map_record(7, 0);
+  reinterpret_cast<capture_map*>(used.data())->index = CAPTURE_MAP_BOUND;
+  a.add(used);  // already used by the program
+  CaptureRecord stray = testing::capture_map_record(9, 0);
+  reinterpret_cast<capture_map*>(stray.data())->index = CAPTURE_MAP_BOUND;
+  a.add(stray);  // a program not captured: read by id, not here
+  EXPECT_EQ(a.bad_records(), 0u);
+  const std::vector<bpf::MapInfo>& maps = *a.infos().at(7).maps;
+  ASSERT_EQ(maps.size(), 2u);
+  EXPECT_EQ(a.infos().at(7).info.nr_map_ids, 2u);
+  EXPECT_EQ(maps[1].id, 102u);
+  EXPECT_EQ(maps[1].name, "map_2");
+  a.take_bound_maps(bound);
+  ASSERT_EQ(bound.size(), 1u);
+  EXPECT_EQ(bound.at(7), maps);
+  bound.clear();
+  a.take_bound_maps(bound);
+  EXPECT_TRUE(bound.empty());
+}
+
+TEST(CaptureAssemblerTest, AMissingOrMisplacedMapLeavesTheProgramIncomplete) {
+  std::vector<CaptureRecord> lost = capture_program(7, 0, 0, 3);
+  lost.erase(lost.end() - 3);  // map 1 never came: map 2 is out of order
+  std::vector<CaptureRecord> short_count = capture_program(8, 0, 0, 2);
+  short_count.erase(short_count.end() - 2);  // map 1 is the last one lost
+  CaptureAssembler a;
+  add_all(a, lost);
+  add_all(a, short_count);
+  EXPECT_FALSE(a.captured(7));
+  EXPECT_FALSE(a.captured(8));
+  EXPECT_EQ(a.incomplete(), (std::set<uint32_t>{7, 8}));
+  EXPECT_EQ(a.bad_records(), 1u);  // map 2 of program 7
+}
+
 TEST(CaptureAssemblerTest, APieceOutOfOrderLeavesTheProgramIncomplete) {
   std::vector<CaptureRecord> records = capture_program(7, 0);
   // The second function's image claims an offset past what arrived.

@@ -135,6 +135,9 @@ std::map<int, std::vector<std::byte>> encode_features(const Features& f,
   if (!f.vdso.empty()) out[kFeatBpfprofVdso] = encode_vdso(f.vdso);
   if (!f.bpf_prog_info.empty()) out[kFeatBpfProgInfo] = encode_bpf_prog_info(f.bpf_prog_info);
   if (!f.bpf_btf.empty()) out[kFeatBpfBtf] = encode_bpf_btf(f.bpf_btf);
+  ProgramMaps maps = program_maps(f.bpf_prog_info);
+  maps.insert(f.bpf_maps.begin(), f.bpf_maps.end());
+  if (!maps.empty()) out[kFeatBpfprofMaps] = encode_maps(maps);
   // Raw sections fill only numbers the typed fields did not claim.
   for (const auto& [feat, bytes] : f.other) {
     if (feat > 0 && feat < kFeatureBits) out.emplace(feat, bytes);
@@ -230,6 +233,8 @@ Status decode_feature(int feat, Bytes payload, uint64_t base, Features& out,
       out.compression = z;
       return ok_status();
     }
+    case kFeatBpfprofMaps:
+      return decode_maps(payload, base, out.bpf_maps);
     case kFeatBpfprofKallsyms: {
       // Opened in place by whoever names kernel code (KallsymsTable).
       out.kallsyms_packed = payload;

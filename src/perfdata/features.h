@@ -17,6 +17,7 @@
 #include "perf/abi.h"
 #include "perfdata/attach_feature.h"
 #include "perfdata/enrichment_feature.h"
+#include "perfdata/maps_feature.h"
 #include "perfdata/owners_feature.h"
 
 namespace bpfprof::perfdata {
@@ -43,6 +44,7 @@ enum Feature : int {
   kFeatLast61 = 32,  // perf 6.1's HEADER_LAST_FEATURE
   // bpfprof's own sections, far above any number perf uses: perf skips feature
   // bits it does not know in file mode.
+  kFeatBpfprofMaps = 249,  // the maps each program uses (maps_feature.h)
   kFeatBpfprofKallsyms = 250,
   kFeatBpfprofEnrichment = 251,  // how BPF programs were enriched (enrichment_feature.h)
   kFeatBpfprofRunStats = 252,    // per-program run statistics (record --bpf-stats)
@@ -70,6 +72,9 @@ struct Features {
   std::optional<uint64_t> first_sample_time, last_sample_time;  // SAMPLE_TIME
   std::vector<bpf::ProgInfo> bpf_prog_info;    // BPF_PROG_INFO, keyed by info.id
   std::vector<bpf::BtfBlob> bpf_btf;           // BPF_BTF
+  // bpfprof's 249 as read (the writer stores the maps of bpf_prog_info
+  // and these); the reader also sets each bpf_prog_info entry's maps.
+  ProgramMaps bpf_maps;
   // Kernel and module text symbols as /proc/kallsyms listed them when the
   // recording started ("addr type name [module]" lines), so a report on another
   // machine or after a reboot names kernel code the same. What a recorder

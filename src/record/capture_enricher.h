@@ -22,6 +22,7 @@
 #include "perf/records.h"
 #include "perf/ring_buffer.h"
 #include "perfdata/attach_feature.h"
+#include "perfdata/maps_feature.h"
 #include "record/enricher.h"
 
 namespace bpfprof::record {
@@ -67,6 +68,9 @@ class CaptureEnricher {
   void take_loader_cgroups(std::vector<std::pair<uint32_t, uint64_t>>& out) {
     capture_->take_loader_cgroups(out);
   }
+  // Programs captured at load whose maps BPF_PROG_BIND_MAP added to since
+  // the last call: their whole lists (section 249 pieces extend a list).
+  void take_bound_maps(perfdata::ProgramMaps& out) { capture_->take_bound_maps(out); }
 
   // After stop(): what was collected.
   const EnrichmentStats& stats() const { return stats_; }

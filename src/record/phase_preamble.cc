@@ -26,6 +26,10 @@ Status hand_to_writer(perfdata::FileWriter& writer, const std::vector<bpf::ProgI
   if (!infos.empty()) {
     BPFPROF_TRY(
         writer.append_in_stream(perfdata::kFeatBpfProgInfo, perfdata::encode_bpf_prog_info(infos)));
+    // Their maps, beside them (BPF_PROG_INFO has no room for them).
+    if (perfdata::ProgramMaps maps = perfdata::program_maps(infos); !maps.empty()) {
+      BPFPROF_TRY(writer.append_in_stream(perfdata::kFeatBpfprofMaps, perfdata::encode_maps(maps)));
+    }
   }
   if (!btfs.empty()) {
     BPFPROF_TRY(writer.append_in_stream(perfdata::kFeatBpfBtf, perfdata::encode_bpf_btf(btfs)));

@@ -30,6 +30,11 @@ Status Recorder::end_pass(bool copied) {
     for (const bpf::ProgInfo& p : infos) handed_.insert(p.id());
     file_.add(infos, btfs);
   }
+  perfdata::ProgramMaps bound;
+  if (in_kernel_) in_kernel_->take_bound_maps(bound);
+  if (!bound.empty()) {
+    BPFPROF_TRY(writer.append_in_stream(perfdata::kFeatBpfprofMaps, perfdata::encode_maps(bound)));
+  }
   bool learned = !links.empty() || !loaders.empty();
   BPFPROF_TRY(sections_->add_attach(std::move(links)));
   BPFPROF_TRY(sections_->add_loaders(std::move(loaders)));
@@ -38,7 +43,9 @@ Status Recorder::end_pass(bool copied) {
   BPFPROF_ASSIGN_OR_RETURN(const bool tc_found, sections_->relist_tc(now));
   BPFPROF_ASSIGN_OR_RETURN(const bool perf_found, sections_->relist_perf_fds(now));
   learned = learned || tc_found || perf_found;
-  if (copied || !infos.empty() || !btfs.empty() || learned) return writer.finish_round();
+  if (copied || !infos.empty() || !btfs.empty() || !bound.empty() || learned) {
+    return writer.finish_round();
+  }
   return ok_status();
 }
 

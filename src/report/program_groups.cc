@@ -62,6 +62,16 @@ void merge(ProgramGroup& g, const analysis::ProgramRow& p) {
   // Same code, but the values are data: the first instance that has them.
   if (r.metadata.empty()) r.metadata = p.metadata;
   if (!r.kernel_name) r.kernel_name = p.kernel_name;
+  // Each instance has maps of its own: all of them, each once, by id.
+  if (p.maps) {
+    if (!r.maps) r.maps.emplace();
+    for (const bpf::MapInfo& m : *p.maps) {
+      if (std::none_of(r.maps->begin(), r.maps->end(),
+                       [&](const bpf::MapInfo& x) { return x.id == m.id; })) {
+        r.maps->push_back(m);
+      }
+    }
+  }
 }
 
 }  // namespace

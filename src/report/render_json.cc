@@ -36,6 +36,22 @@ Json attach_details_json(const std::vector<analysis::ProgramRow::AttachDetail>& 
   return out;
 }
 
+// A program's maps as bpftool names them; null when the recording does not say.
+Json maps_json(const std::optional<std::vector<bpf::MapInfo>>& maps) {
+  if (!maps) return Json(nullptr);
+  Json out = Json::array();
+  for (const bpf::MapInfo& m : *maps) {
+    out.push_back(Json{{"id", m.id},
+                       {"type", bpf::map_type_name(m.type)},
+                       {"name", m.name},
+                       {"key_size", m.key_size},
+                       {"value_size", m.value_size},
+                       {"max_entries", m.max_entries},
+                       {"flags", m.flags}});
+  }
+  return out;
+}
+
 Json programs_json(const analysis::ReportData& d, bool instances, bool cost_total) {
   const uint64_t total = d.profile.total().samples;
   Json out = Json::array();
@@ -78,6 +94,7 @@ Json programs_json(const analysis::ReportData& d, bool instances, bool cost_tota
     Json metadata = Json::object();
     for (const auto& [key, value] : p.metadata) metadata[key] = value;
     row["metadata"] = std::move(metadata);
+    row["maps"] = maps_json(p.maps);
     if (d.enrichment && d.enrichment->bpf_stats) {
       const bool known = p.run_cnt && p.run_time_ns;
       row["run_cnt"] = known ? Json(*p.run_cnt) : Json(nullptr);

@@ -156,6 +156,7 @@ TEST_F(RenderTest, JsonSchema) {
   EXPECT_EQ(prog["name"], "burn");
   EXPECT_TRUE(prog["kernel_name"].is_null());  // no stored info
   EXPECT_EQ(prog["metadata"], nlohmann::json::object());
+  EXPECT_TRUE(prog["maps"].is_null());  // the recording does not say
   EXPECT_EQ(prog["tag"], "0011223344556677");
   EXPECT_EQ(prog["samples"], 6);
   EXPECT_DOUBLE_EQ(prog["percent"].get<double>(), 60.0);
@@ -186,6 +187,8 @@ TEST_F(RenderTest, ProgramTableGroupsInstancesOfTheSameCode) {
   first.run_cnt = 10;
   first.run_time_ns = 1000;
   first.jited_len = 100;
+  first.maps = {
+      {14, BPF_MAP_TYPE_HASH, 4, 8, 1024, BPF_F_NO_PREALLOC, "counts", 0xffff888100001000, 0}};
   analysis::ProgramRow again = first;
   again.id = 50;
   again.load_ns = 1'300'000'000;
@@ -201,6 +204,8 @@ TEST_F(RenderTest, ProgramTableGroupsInstancesOfTheSameCode) {
   // Only this instance has stored info and metadata: the group shows its.
   again.kernel_name = "burn";
   again.metadata = {{"version", "2"}};
+  // Its maps are its own (a map shared with the first instance is listed once).
+  again.maps->push_back({15, BPF_MAP_TYPE_PERCPU_ARRAY, 4, 16, 1, 0, "burn.bss", 0, 0});
   d_.programs.push_back(again);
   // A zero tag tells no code apart: its row stays its own.
   d_.programs.push_back(
@@ -235,6 +240,11 @@ TEST_F(RenderTest, ProgramTableGroupsInstancesOfTheSameCode) {
   EXPECT_TRUE(burn["xlated_len"].is_null());
   EXPECT_EQ(burn["kernel_name"], "burn");
   EXPECT_EQ(burn["metadata"], (nlohmann::json{{"version", "2"}}));
+  EXPECT_EQ(burn["maps"], nlohmann::json::parse(R"([
+    {"id": 14, "type": "hash", "name": "counts", "key_size": 4, "value_size": 8,
+     "max_entries": 1024, "flags": 1},
+    {"id": 15, "type": "percpu_array", "name": "burn.bss", "key_size": 4, "value_size": 16,
+     "max_entries": 1, "flags": 0}])"));
   EXPECT_EQ(burn["functions"][0]["samples"], 5);
   EXPECT_EQ(burn["functions"][1]["samples"], 4);
 

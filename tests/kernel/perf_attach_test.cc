@@ -7,15 +7,15 @@
 // bpftrace one-liner, recorded with `bpfprof record -a` while `bpftool perf`
 // is asked what is attached.
 
+#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include "testing/subprocess.h"
 #include "testing/workload_recording.h"
@@ -135,6 +135,16 @@ TEST_F(PerfAttachKernelTest, BpftraceProgramsAreNamedAsBpftoolPerfListsThem) {
   const pid_t bpftrace = child_named(timeout_pid, "bpftrace");
   ASSERT_NE(bpftrace, 0) << "bpftrace did not start";
   const nlohmann::json listed = bpftool_perf_of(bpftrace, rec);
+  // And its programs' maps, while they are alive (maps_test.cc compares
+  // every field; here the ids, beside the attach points).
+  std::map<uint32_t, std::vector<uint32_t>> map_ids;
+  for (const auto& e : listed) {
+    RunResult show = run({"bpftool", "-j", "prog", "show", "id", e["prog_id"].dump()});
+    ASSERT_EQ(show.exit_code, 0) << show.err;
+    const nlohmann::json p = nlohmann::json::parse(show.out);
+    map_ids[e["prog_id"].get<uint32_t>()] =
+        p.contains("map_ids") ? p["map_ids"].get<std::vector<uint32_t>>() : std::vector<uint32_t>{};
+  }
   ASSERT_EQ(rec.stop(0), 0);
   ASSERT_FALSE(listed.empty()) << "bpftool perf listed nothing of bpftrace[" << bpftrace << "]";
   std::cout << "bpftool perf: " << listed.dump() << "\n";
@@ -153,6 +163,10 @@ TEST_F(PerfAttachKernelTest, BpftraceProgramsAreNamedAsBpftoolPerfListsThem) {
       ASSERT_EQ(p["attach_details"].size(), 1u) << p.dump(1);
       EXPECT_EQ(p["attach_details"][0]["via"], "task_fd_query");
       EXPECT_EQ(p["attach_details"][0]["by"], "bpftrace[" + std::to_string(bpftrace) + "]");
+      std::vector<uint32_t> ids;
+      for (const auto& m : p["maps"]) ids.push_back(m["id"].get<uint32_t>());
+      EXPECT_EQ(ids, map_ids[e["prog_id"].get<uint32_t>()]) << p.dump(1);
+      EXPECT_FALSE(ids.empty()) << "@[comm] = count() needs a map";
     }
     EXPECT_TRUE(found) << "program " << e["prog_id"] << " not in the report";
   }

@@ -16,7 +16,7 @@
  * bpf_link behind the returned fd (its id, type, program and what names its
  * point), at the exit of BPF_PROG_ATTACH to a cgroup or an interface the
  * program and the target; and at the entry of BPF_PROG_TEST_RUN the program
- * run (once per program).
+ * run (once per program); at the exit of BPF_PROG_BIND_MAP the map bound.
  *
  * One object, in files by what it captures: kernel_types.h (the kernel's
  * types, CO-RE: only the fields read, relocated against the running kernel's
@@ -60,7 +60,7 @@ int capture_enter(struct sys_enter_ctx *ctx)
 		return 0;
 	}
 	if (p.cmd != CMD_PROG_LOAD && p.cmd != CMD_LINK_CREATE && p.cmd != CMD_RAW_TRACEPOINT_OPEN &&
-	    p.cmd != CMD_PROG_ATTACH)
+	    p.cmd != CMD_PROG_ATTACH && p.cmd != CMD_PROG_BIND_MAP)
 		return 0;
 	key = bpf_get_current_pid_tgid();
 	/* Counted only when new: an entry whose exit was not seen (none is
@@ -98,6 +98,8 @@ int capture_exit(struct sys_exit_ctx *ctx)
 		return capture_link(ctx->ret);
 	case CMD_PROG_ATTACH:
 		return capture_prog_attach(p.attr);
+	case CMD_PROG_BIND_MAP:
+		return capture_bind_map(p.attr);
 	default:
 		return 0;
 	}

@@ -9,6 +9,7 @@
  *   CAPTURE_CHUNK records for each array (bounded pieces, in offset order),
  *   CAPTURE_CHUNK records of the program's BTF when this BTF id was not yet
  *     sent during the recording,
+ *   one CAPTURE_MAP per map it uses (aux->used_maps, in order),
  *   CAPTURE_PROG last: the scalar fields and what was sent. A program whose
  *     CAPTURE_PROG is missing or says CAPTURE_INCOMPLETE was not captured;
  *     its id then also goes into the small `missed` ring, which wakes the
@@ -18,6 +19,8 @@
  * per program attached to a cgroup or an interface through BPF_PROG_ATTACH:
  * one CAPTURE_LINK at the syscall's exit. One the ring could not take goes
  * into `missed` as CAPTURE_MISSED_LINK (its link id; the recorder queries it).
+ * Per map bound to a program by BPF_PROG_BIND_MAP: one CAPTURE_MAP with
+ * index CAPTURE_MAP_BOUND at the syscall's exit.
  * Per program run through BPF_PROG_TEST_RUN: one CAPTURE_TEST_RUN, the first
  * time in the recording.
  */
@@ -34,6 +37,7 @@ enum capture_kind {
 	CAPTURE_LINK = 5,   /* a link created, or a program attached without one */
 	CAPTURE_MISSED_LINK = 6, /* in `missed`: a link whose CAPTURE_LINK did not fit */
 	CAPTURE_TEST_RUN = 7, /* a program run by BPF_PROG_TEST_RUN (first run only) */
+	CAPTURE_MAP = 8,      /* one map a program uses */
 };
 
 /* Which array a CAPTURE_CHUNK belongs to. */
@@ -96,10 +100,34 @@ struct capture_prog {
 	__u32 attach_btf_id;
 	__u32 nr_funcs;       /* CAPTURE_FUNC records sent */
 	__u32 btf_size;       /* bytes of BTF sent (0: not sent by this program) */
-	__u32 pad;
+	__u32 nr_maps;        /* CAPTURE_MAP records sent (used_map_cnt, at most CAPTURE_MAPS_MAX) */
 	__u32 sent[CAPTURE_NR_ARRAYS]; /* bytes sent per array */
 	__u32 pad2;
 	__u64 cgroup_id; /* the loading task's cgroup v2 id (bpf_get_current_cgroup_id) */
+};
+
+/* The kernel's MAX_USED_MAPS: no program uses more maps. */
+#define CAPTURE_MAPS_MAX 64
+
+/* CAPTURE_MAP index of a map BPF_PROG_BIND_MAP bound after the load. */
+#define CAPTURE_MAP_BOUND 0xffffffffu
+
+/* One map of a program (hdr.id: the program id), as struct bpf_map has it:
+ * at the load, or when BPF_PROG_BIND_MAP binds one later (libbpf binds
+ * .rodata maps to each program it loads). */
+struct capture_map {
+	struct capture_header hdr;
+	__u32 index; /* in aux->used_maps; CAPTURE_MAP_BOUND: bound later */
+	__u32 map_id;
+	__u32 type;  /* enum bpf_map_type */
+	__u32 key_size;
+	__u32 value_size;
+	__u32 max_entries;
+	__u32 map_flags;
+	__u32 pad;
+	__u64 addr;       /* the struct bpf_map: what the JIT loads for a map reference */
+	__u64 value_addr; /* an array map's first value (direct value access), else 0 */
+	char name[16];
 };
 
 /* CAPTURE_MISSED: a program not captured whole, and its loader's cgroup. */

@@ -22,8 +22,26 @@ struct btf {
 
 struct bpf_prog;
 
+struct bpf_map {
+	enum bpf_map_type map_type;
+	__u32 key_size;
+	__u32 value_size;
+	__u32 max_entries;
+	__u32 map_flags;
+	__u32 id;
+	char name[16];
+} CORE;
+
+/* An array map: its values start at `value` (direct value access loads
+ * that address plus the offset). */
+struct bpf_array {
+	struct bpf_map map;
+	char value[];
+} CORE;
+
 struct bpf_prog_aux {
 	__u32 used_map_cnt;
+	struct bpf_map **used_maps;
 	__u32 id;
 	__u32 func_cnt;
 	__u32 attach_btf_id;
@@ -191,6 +209,7 @@ struct task_struct {
 #define CMD_PROG_TEST_RUN 10
 #define CMD_RAW_TRACEPOINT_OPEN 17
 #define CMD_LINK_CREATE 28
+#define CMD_PROG_BIND_MAP 35
 
 /* The attach types of cgroup hooks (enum bpf_attach_type), as a bit mask. */
 #define BIT(n) (1ull << (n))

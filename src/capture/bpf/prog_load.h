@@ -58,6 +58,80 @@ static long func_cb(__u32 i, void *arg)
 	return 0;
 }
 
+struct map_ctx {
+	struct bpf_map **maps;
+	__u32 id;
+	__u32 failed;
+};
+
+/* Map `m` of program `prog_id`: its fields and where it lies; 0 when sent. */
+static __noinline int send_map(__u32 prog_id, __u32 index, struct bpf_map *m)
+{
+	struct capture_map *r;
+
+	if (!m)
+		return -1;
+	r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
+	if (!r) {
+		struct capture_counters *n = count();
+
+		if (n)
+			__sync_fetch_and_add(&n->lost_records, 1);
+		return -1;
+	}
+	r->hdr.kind = CAPTURE_MAP;
+	r->hdr.id = prog_id;
+	r->index = index;
+	r->map_id = BPF_CORE_READ(m, id);
+	r->type = BPF_CORE_READ(m, map_type);
+	r->key_size = BPF_CORE_READ(m, key_size);
+	r->value_size = BPF_CORE_READ(m, value_size);
+	r->max_entries = BPF_CORE_READ(m, max_entries);
+	r->map_flags = BPF_CORE_READ(m, map_flags);
+	r->pad = 0;
+	r->addr = (__u64)m;
+	/* BPF_MAP_TYPE_ARRAY's values follow its struct bpf_array header. */
+	r->value_addr = r->type == BPF_MAP_TYPE_ARRAY
+				? (__u64)m + bpf_core_field_offset(struct bpf_array, value)
+				: 0;
+	if (bpf_core_read(r->name, sizeof(r->name), &m->name)) {
+		bpf_ringbuf_discard(r, BPF_RB_NO_WAKEUP);
+		return -1;
+	}
+	bpf_ringbuf_submit(r, BPF_RB_NO_WAKEUP);
+	return 0;
+}
+
+/* Map i of aux->used_maps. */
+static long map_cb(__u32 i, void *arg)
+{
+	struct map_ctx *c = arg;
+	struct bpf_map *m = 0;
+
+	if (bpf_probe_read_kernel(&m, sizeof(m), &c->maps[i]) || send_map(c->id, i, m)) {
+		c->failed = 1;
+		return 1;
+	}
+	return 0;
+}
+
+/* BPF_PROG_BIND_MAP succeeded: the map it bound, for the program's list.
+ * attr->prog_bind_map: u32 prog_fd, u32 map_fd, u32 flags. */
+static __always_inline int capture_bind_map(__u64 attr)
+{
+	__u32 fds[2] = {};
+	struct bpf_prog *prog;
+	struct file *file;
+
+	if (bpf_probe_read_user(fds, sizeof(fds), (void *)attr))
+		return 0;
+	prog = fd_prog(fds[0]);
+	file = fd_file(fds[1]);
+	if (!prog || !file)
+		return 0;
+	send_map(BPF_CORE_READ(prog, aux, id), CAPTURE_MAP_BOUND, BPF_CORE_READ(file, private_data));
+	return 0;
+}
 
 /* BPF_PROG_LOAD returned `fd`: the new program, copied out. */
 static __always_inline int capture_load(__s64 fd)
@@ -135,6 +209,18 @@ static __always_inline int capture_load(__s64 fd)
 		p.sent[CAPTURE_JITED_LINE_INFO] = nr_linfo * sizeof(__u64);
 		if (send_array(jited_linfo, p.sent[CAPTURE_JITED_LINE_INFO], CAPTURE_JITED_LINE_INFO,
 			       p.hdr.id, p.hdr.id, 0))
+			p.flags |= CAPTURE_INCOMPLETE;
+	}
+
+	/* The maps it uses: ids, shapes and kernel addresses. */
+	if (p.nr_map_ids) {
+		struct map_ctx mc = { .maps = BPF_CORE_READ(aux, used_maps), .id = p.hdr.id };
+
+		p.nr_maps = p.nr_map_ids < CAPTURE_MAPS_MAX ? p.nr_map_ids : CAPTURE_MAPS_MAX;
+		if (!mc.maps)
+			p.nr_maps = 0;
+		bpf_loop(p.nr_maps, map_cb, &mc, 0);
+		if (mc.failed)
 			p.flags |= CAPTURE_INCOMPLETE;
 	}
 
