@@ -12,12 +12,14 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <stdexcept>
+#include <thread>
 
 namespace bpfprof::testing {
 namespace {
@@ -186,6 +188,15 @@ std::string mount_tracefs() {
     return std::string("mounting tracefs: ") + std::strerror(errno);
   }
   return "";
+}
+
+pid_t child_named(pid_t parent, const std::string& comm) {
+  for (int i = 0; i < 200; i++) {
+    RunResult r = run({"pgrep", "-P", std::to_string(parent), "-x", comm});
+    if (r.exit_code == 0) return static_cast<pid_t>(std::stoi(r.out));
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return 0;
 }
 
 }  // namespace bpfprof::testing

@@ -75,6 +75,10 @@ std::string bpf_refusal(const std::string& bin_dir);
 // tracepoint ids from it). "" when done, else why not.
 std::string mount_tracefs();
 
+// The pid of `parent`'s child named `comm` (its comm, as pgrep -x matches
+// it), waiting up to 10 s for it to start; 0 if it does not.
+pid_t child_named(pid_t parent, const std::string& comm);
+
 }  // namespace bpfprof::testing
 
 // Skips with a printed reason, or fails where kernel tests are required.

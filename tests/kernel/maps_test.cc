@@ -48,14 +48,6 @@ Json bpftool(const std::vector<std::string>& args) {
   return r.exit_code == 0 ? Json::parse(r.out) : Json();
 }
 
-pid_t child_named(pid_t parent, const std::string& comm) {
-  for (int i = 0; i < 200; i++) {
-    RunResult r = run({"pgrep", "-P", std::to_string(parent), "-x", comm});
-    if (r.exit_code == 0) return static_cast<pid_t>(std::stoi(r.out));
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  return 0;
-}
 
 // The ids of the programs `pid` attached, once `bpftool perf` lists some
 // (bpftrace attaches its tracepoint programs through perf events).

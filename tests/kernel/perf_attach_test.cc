@@ -110,14 +110,6 @@ nlohmann::json bpftool_perf_of(pid_t pid, const Background& recorder) {
   return nlohmann::json::array();
 }
 
-pid_t child_named(pid_t parent, const std::string& comm) {
-  for (int i = 0; i < 100; i++) {
-    RunResult r = run({"pgrep", "-P", std::to_string(parent), "-x", comm});
-    if (r.exit_code == 0) return static_cast<pid_t>(std::stoi(r.out));
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  return 0;
-}
 
 TEST_F(PerfAttachKernelTest, BpftraceProgramsAreNamedAsBpftoolPerfListsThem) {
   if (run({"bpftrace", "--version"}).exit_code != 0) {
