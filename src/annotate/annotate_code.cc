@@ -162,19 +162,13 @@ bool add_callee_samples(AnnotatedFunction& f, uint32_t offset, uint64_t n) {
   return false;
 }
 
-std::optional<uint64_t> call_target(std::string_view text) {
-  std::string_view rest;
-  if (text.starts_with("call 0x")) {
-    rest = text.substr(5);
-  } else if (text.starts_with("bl #0x")) {
-    rest = text.substr(4);
-  } else {
-    return std::nullopt;
-  }
+namespace {
+
+// A 64-bit hex number without its 0x ("ffff888102f4c000"), whole.
+std::optional<uint64_t> parse_hex64(std::string_view digits) {
+  if (digits.empty() || digits.size() > 16) return std::nullopt;
   uint64_t v = 0;
-  rest.remove_prefix(2);
-  if (rest.empty() || rest.size() > 16) return std::nullopt;
-  for (char c : rest) {
+  for (char c : digits) {
     const int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
     if (d < 0) return std::nullopt;
     v = v << 4 | static_cast<uint64_t>(d);
@@ -182,19 +176,19 @@ std::optional<uint64_t> call_target(std::string_view text) {
   return v;
 }
 
+}  // namespace
+
+std::optional<uint64_t> call_target(std::string_view text) {
+  if (text.starts_with("call 0x")) return parse_hex64(text.substr(7));
+  if (text.starts_with("bl #0x")) return parse_hex64(text.substr(6));
+  return std::nullopt;
+}
+
 std::optional<uint64_t> imm64_operand(std::string_view text) {
   if (!text.starts_with("movabs ")) return std::nullopt;
   const size_t at = text.rfind(", 0x");
   if (at == std::string_view::npos) return std::nullopt;
-  std::string_view rest = text.substr(at + 4);
-  if (rest.empty() || rest.size() > 16) return std::nullopt;
-  uint64_t v = 0;
-  for (char c : rest) {
-    const int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-    if (d < 0) return std::nullopt;
-    v = v << 4 | static_cast<uint64_t>(d);
-  }
-  return v;
+  return parse_hex64(text.substr(at + 4));
 }
 
 std::string map_at(const std::vector<bpf::MapInfo>& maps, uint64_t addr) {

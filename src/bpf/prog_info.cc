@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "bpf/prog_info.h"
 
+#include <algorithm>
 #include <cstring>
 #include <iterator>
 
@@ -14,6 +15,12 @@ Tag ProgInfo::tag() const {
 
 std::string ProgInfo::name() const {
   return std::string(info.name, strnlen(info.name, sizeof info.name));
+}
+
+bool add_map(std::vector<MapInfo>& maps, MapInfo m) {
+  if (std::any_of(maps.begin(), maps.end(), [&](const MapInfo& x) { return x.id == m.id; })) return false;
+  maps.push_back(std::move(m));
+  return true;
 }
 
 std::string map_type_name(uint32_t type) {

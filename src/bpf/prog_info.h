@@ -32,6 +32,9 @@ struct MapInfo {
   bool operator==(const MapInfo&) const = default;
 };
 
+// Appends `m` to `maps` unless a map of its id is there already; whether it did.
+bool add_map(std::vector<MapInfo>& maps, MapInfo m);
+
 // The name bpftool prints for a map type ("hash", "percpu_array", ...);
 // "type N" for a number it does not know.
 std::string map_type_name(uint32_t type);

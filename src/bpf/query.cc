@@ -46,6 +46,8 @@ constexpr ArraySpec kArrays[] = {
      &bpf_prog_info::jited_line_info_rec_size, 0},
     {"prog_tags", &bpf_prog_info::prog_tags, &bpf_prog_info::nr_prog_tags, nullptr,
      BPF_TAG_SIZE},
+    // Not stored as an array: the ids of the maps read_prog_info describes.
+    {"map_ids", &bpf_prog_info::map_ids, &bpf_prog_info::nr_map_ids, nullptr, sizeof(uint32_t)},
 };
 constexpr size_t kNumArrays = sizeof kArrays / sizeof kArrays[0];
 static_assert(kNumArrays == std::extent_v<decltype(ReadBuffers::arrays)>);
@@ -61,6 +63,9 @@ constexpr __u64 bpf_prog_info::*kPointerFields[] = {
 
 // The first BTF read's buffer: a program's BTF fits (a few KiB), vmlinux's does not.
 constexpr size_t kBtfFirstRead = 64 * 1024;
+
+// A program uses at most MAX_USED_MAPS (64) maps, bound ones included.
+constexpr uint32_t kMaxUsedMaps = 64;
 
 // Guard against absurd counts from a confused kernel before allocating.
 constexpr size_t kMaxArrayBytes = size_t{1} << 30;
@@ -78,6 +83,31 @@ Status get_info(int fd, bpf_prog_info& info, const char* phase) {
                           -rc);
   }
   return ok_status();
+}
+
+// The maps with these ids (of program `prog_id`), each by bpf_map_info.
+Result<std::vector<MapInfo>> maps_by_id(std::span<const uint32_t> ids, uint32_t prog_id) {
+  std::vector<MapInfo> out;
+  for (uint32_t id : ids) {
+    const std::string who = "map " + std::to_string(id) + " of program " + std::to_string(prog_id);
+    UniqueFd fd(bpf_map_get_fd_by_id(id));
+    if (!fd.valid()) return make_sys_error("bpf_map_get_fd_by_id of " + who, errno);
+    bpf_map_info m{};
+    __u32 len = sizeof m;
+    if (bpf_obj_get_info_by_fd(fd.get(), &m, &len) != 0) {
+      return make_sys_error("bpf_obj_get_info_by_fd of " + who, errno);
+    }
+    MapInfo mi;
+    mi.id = m.id;
+    mi.type = m.type;
+    mi.key_size = m.key_size;
+    mi.value_size = m.value_size;
+    mi.max_entries = m.max_entries;
+    mi.flags = m.map_flags;
+    mi.name.assign(m.name, strnlen(m.name, sizeof m.name));
+    out.push_back(std::move(mi));
+  }
+  return out;
 }
 
 // Copies the filled bytes of a buffer into a vector of whole elements.
@@ -129,6 +159,7 @@ bpf_prog_info default_capacity() {
   want.nr_jited_line_info = 256;
   want.jited_line_info_rec_size = sizeof(uint64_t);
   want.nr_prog_tags = 16;
+  want.nr_map_ids = kMaxUsedMaps;
   return want;
 }
 
@@ -209,49 +240,22 @@ Result<ProgInfo> read_prog_info(int prog_fd, const bpf_prog_info& capacity, Read
   out.line_info = to_vector<std::byte>(filled(4));
   out.jited_line_info = to_vector<uint64_t>(filled(5));
   out.prog_tags = to_vector<Tag>(filled(6));
+  // Its maps, from the ids this same call returned; a map that cannot be
+  // read leaves them unknown (the program's info is no less right).
+  const std::vector<uint32_t> map_ids = to_vector<uint32_t>(filled(7));
+  if (auto maps = maps_by_id(map_ids, second.id); maps.ok()) out.maps = std::move(maps).value();
   for (auto field : kPointerFields) second.*field = 0;
   out.info = second;
-  // Its maps, by id; a map that cannot be read leaves them unknown (the
-  // program's info is no less right).
-  if (second.nr_map_ids != 0) {
-    if (auto maps = read_prog_maps(prog_fd); maps.ok()) out.maps = std::move(maps).value();
-  } else {
-    out.maps.emplace();
-  }
   return out;
 }
 
 Result<std::vector<MapInfo>> read_prog_maps(int prog_fd) {
-  // A program uses at most MAX_USED_MAPS (64) maps; the kernel reports the
-  // count and fills what fits.
-  constexpr uint32_t kMaxUsedMaps = 64;
   uint32_t ids[kMaxUsedMaps] = {};
   bpf_prog_info info{};
   info.nr_map_ids = kMaxUsedMaps;
   info.map_ids = reinterpret_cast<uintptr_t>(ids);
   BPFPROF_TRY(get_info(prog_fd, info, "map ids"));
-  std::vector<MapInfo> out;
-  for (uint32_t i = 0; i < std::min(info.nr_map_ids, kMaxUsedMaps); ++i) {
-    const std::string who =
-        "map " + std::to_string(ids[i]) + " of program " + std::to_string(info.id);
-    UniqueFd fd(bpf_map_get_fd_by_id(ids[i]));
-    if (!fd.valid()) return make_sys_error("bpf_map_get_fd_by_id of " + who, errno);
-    bpf_map_info m{};
-    __u32 len = sizeof m;
-    if (bpf_obj_get_info_by_fd(fd.get(), &m, &len) != 0) {
-      return make_sys_error("bpf_obj_get_info_by_fd of " + who, errno);
-    }
-    MapInfo mi;
-    mi.id = m.id;
-    mi.type = m.type;
-    mi.key_size = m.key_size;
-    mi.value_size = m.value_size;
-    mi.max_entries = m.max_entries;
-    mi.flags = m.map_flags;
-    mi.name.assign(m.name, strnlen(m.name, sizeof m.name));
-    out.push_back(std::move(mi));
-  }
-  return out;
+  return maps_by_id(std::span(ids, std::min(info.nr_map_ids, kMaxUsedMaps)), info.id);
 }
 
 Result<ProgInfo> read_prog_info(int prog_fd, const std::vector<KallsymsEntry>& kallsyms,

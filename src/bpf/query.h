@@ -25,7 +25,7 @@ struct KallsymsEntry {
 // zero-fills them again: the results are copied out at their exact sizes.
 // Grows to the largest program seen; one per thread.
 struct ReadBuffers {
-  std::vector<std::byte> arrays[7];  // one per bpf_prog_info array bpfprof stores
+  std::vector<std::byte> arrays[8];  // one per bpf_prog_info array read (the 7 stored, map ids)
   std::vector<std::byte> btf;
 };
 
@@ -37,7 +37,8 @@ Result<UniqueFd> prog_fd_by_id(uint32_t id);
 Result<UniqueFd> pinned_object(const std::string& path);
 // bpf_prog_info with every array bpfprof stores (JITed image and ksyms, func
 // lens, func/line info, jited line info, prog tags), fetched in two phases,
-// and its maps (read_prog_maps; left unknown when they cannot be read).
+// and its maps (their ids in the same call, then each map's bpf_map_info;
+// left unknown when one cannot be read).
 // Only the kernel's data: ksym_names stay empty (the enricher needs none, since
 // names come from KSYMBOL records; resolve_ksym_names fills them).
 Result<ProgInfo> read_prog_info(int prog_fd);

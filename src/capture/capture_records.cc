@@ -253,10 +253,7 @@ void CaptureAssembler::add_bound_map(bpf::MapInfo m, uint32_t prog) {
   auto it = infos_.find(prog);
   if (it == infos_.end() || !it->second.maps) return;
   std::vector<bpf::MapInfo>& maps = *it->second.maps;
-  if (std::any_of(maps.begin(), maps.end(), [&](const bpf::MapInfo& x) { return x.id == m.id; })) {
-    return;  // already used: the kernel binds nothing
-  }
-  maps.push_back(std::move(m));
+  if (!bpf::add_map(maps, std::move(m))) return;  // already used: the kernel binds nothing
   it->second.info.nr_map_ids = static_cast<uint32_t>(maps.size());  // as bpf_prog_info says now
   maps_bound_.insert(prog);
 }

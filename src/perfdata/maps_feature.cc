@@ -97,13 +97,7 @@ Status decode_maps(Bytes section, uint64_t base, ProgramMaps& out) {
     }
     auto [at_prog, fresh] = out.try_emplace(prog, std::move(list));  // moves only when fresh
     if (!fresh) {
-      std::vector<bpf::MapInfo>& have = at_prog->second;
-      for (bpf::MapInfo& m : list) {
-        if (std::none_of(have.begin(), have.end(),
-                         [&](const bpf::MapInfo& x) { return x.id == m.id; })) {
-          have.push_back(std::move(m));
-        }
-      }
+      for (bpf::MapInfo& m : list) bpf::add_map(at_prog->second, std::move(m));
     }
   }
   return ok_status();

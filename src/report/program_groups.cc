@@ -65,12 +65,7 @@ void merge(ProgramGroup& g, const analysis::ProgramRow& p) {
   // Each instance has maps of its own: all of them, each once, by id.
   if (p.maps) {
     if (!r.maps) r.maps.emplace();
-    for (const bpf::MapInfo& m : *p.maps) {
-      if (std::none_of(r.maps->begin(), r.maps->end(),
-                       [&](const bpf::MapInfo& x) { return x.id == m.id; })) {
-        r.maps->push_back(m);
-      }
-    }
+    for (const bpf::MapInfo& m : *p.maps) bpf::add_map(*r.maps, m);
   }
 }
 
