@@ -73,81 +73,158 @@ std::string_view event_name(const analysis::Session& session, const perf::Sample
   return "[unknown]";
 }
 
+// Room a frame's text needs besides its symbol and dso: its lead, 16
+// columns of ip, "+0x" and 16 hex digits, the separators and the writers'
+// kPad bytes of slack.
+constexpr size_t kFrameFixed = 64 + kPad;
+
 // One frame as perf script prints it after `lead`: "{ip:16x} {sym}+0x{off}
-// ({dso})", each part as the fields ask.
-// The numbers go through the text buffer's writers: a callchain has a line
-// per frame, and fmt parsing "{:16x}" for each cost more than the rest of it.
-void append_frame(std::string& t, const char* lead, const analysis::SymbolizedFrame& f, uint32_t fields) {
-  char buf[3 + 16 + kPad];  // "+0x" and 16 hex digits, or 16 columns of ip
-  t += lead;
-  if (fields & kFieldIp) t.append(buf, static_cast<size_t>(put_hex(buf, f.ip, 16) - buf));
+// ({dso})", each part as the fields ask. Written with the text buffer's
+// writers: a callchain has a line per frame, and formatting each through fmt
+// and a string cost more than symbolizing it.
+char* put_frame(char* p, std::string_view lead, const analysis::SymbolizedFrame& f,
+                uint32_t fields) {
+  p = put(p, lead);
+  if (fields & kFieldIp) p = put_hex(p, f.ip, 16);
   if (fields & kFieldSym) {
-    t += ' ';
-    t += f.frame.symbol;
+    p = put(p, " ");
+    p = put(p, f.frame.symbol);
     if ((fields & kFieldSymoff) && offset_known(f.frame, f.ip)) {
-      char* p = put(buf, "+0x");
-      t.append(buf, static_cast<size_t>(put_hex(p, f.ip - f.frame.symbol_start) - buf));
+      p = put(p, "+0x");
+      p = put_hex(p, f.ip - f.frame.symbol_start);
     }
   }
   if (fields & kFieldDso) {
-    t += " (";
-    t += f.frame.dso;
-    t += ')';
+    p = put(p, " (");
+    p = put(p, f.frame.dso);
+    p = put(p, ")");
   }
+  return p;
+}
+
+// Appends the line of callchain frame `r` of `sample`: kept text while the
+// symbolizer's answer for it holds, else symbolized, written and kept.
+void append_chain_frame(const symbols::Symbolizer& sym, const perf::Sample& sample,
+                        const analysis::FrameRequest& r, uint32_t fields, LineScratch& scratch,
+                        TextBuffer& out) {
+  const uint8_t kind = r.unmapped ? 2 : r.kernel ? 1 : 0;
+  const uint32_t pid = kind == 1 ? 0 : sample.pid;
+  const uint64_t key = (r.ip ^ (uint64_t{pid} << 40) ^ kind) * 0x9e3779b97f4a7c15ULL;
+  static_assert(LineScratch::kFrameTexts == 4096);  // the top 12 bits pick the slot
+  LineScratch::FrameText& kept = scratch.frame_texts[key >> 52];
+  if (kept.size != 0 && kept.ip == r.ip && kept.lookup == r.lookup && kept.pid == pid &&
+      kept.kind == kind && sample.time >= kept.from && sample.time < kept.to) {
+    out.append({kept.text, kept.size});
+    return;
+  }
+  symbols::Symbolizer::Holds holds{0, UINT64_MAX};
+  const analysis::SymbolizedFrame fr = analysis::symbolize_frame(sym, sample, r, &holds);
+  char* p = out.reserve(kFrameFixed + fr.frame.symbol.size() + fr.frame.dso.size());
+  char* const start = p;
+  p = put_frame(p, "\t", fr, fields);
+  p = put(p, "\n");
+  out.commit(p);
+  const size_t n = static_cast<size_t>(p - start);
+  kept.size = 0;
+  if (n <= sizeof kept.text) {
+    kept.ip = r.ip;
+    kept.lookup = r.lookup;
+    kept.from = holds.from;
+    kept.to = holds.to;
+    kept.pid = pid;
+    kept.kind = kind;
+    kept.size = static_cast<uint16_t>(n);
+    std::memcpy(kept.text, start, n);
+  }
+}
+
+// `n` columns of spaces, however many.
+char* put_spaces(char* p, size_t n) {
+  for (; n > kPad; n -= kPad) p = put_pad(p, kPad, ' ');
+  return put_pad(p, static_cast<unsigned>(n), ' ');
 }
 
 // perf script's layout for the fields `o.fields`: the header fields, then
 // the frames one a line (with callchains), or the leaf on the same line.
+// fmt pads by display width; for ASCII that is the byte count, so only a
+// comm that is not ASCII goes through fmt.
 void format_fields(const analysis::Session& session, const analysis::OrderedSample& ref,
                    const perf::Sample& sample, const ScriptOptions& o, LineScratch& scratch,
                    TextBuffer& out) {
   const symbols::Symbolizer& sym = session.symbolizer();
   const uint32_t f = o.fields;
   const bool chain = o.callchain && (f & kFieldIp);
-  std::string& t = scratch.text;
-  t.clear();
-  auto to = std::back_inserter(t);
+  std::string_view comm, event;
+  std::string unnamed;     // ":tid", as perf names a thread no COMM named
+  bool comm_done = false;  // a comm that is not ASCII, padded by fmt
   if (f & kFieldComm) {
-    std::string_view comm = sym.comm(sample.pid, sample.tid, sample.time);
-    const std::string unnamed = ":" + std::to_string(signed_id(sample.tid));
-    if (comm.empty()) comm = unnamed;
-    if (chain) {
-      fmt::format_to(to, "{} ", comm);
-    } else {
-      fmt::format_to(to, "{:>16} ", comm);
+    comm = sym.comm(sample.pid, sample.tid, sample.time);
+    if (comm.empty()) comm = unnamed = ":" + std::to_string(signed_id(sample.tid));
+    if (!chain && !is_ascii(comm)) {
+      out.append(fmt::format("{:>16} ", comm));
+      comm_done = true;
     }
+  }
+  if (f & kFieldEvent) event = event_name(session, ref.layout, scratch);
+  char* p = out.reserve(kLineFixed + comm.size() + event.size() + scratch.event_width);
+  if ((f & kFieldComm) && !comm_done) {
+    if (!chain && comm.size() < 16) p = put_pad(p, 16 - static_cast<unsigned>(comm.size()), ' ');
+    p = put(p, comm);
+    p = put(p, " ");
   }
   if ((f & kFieldPid) && (f & kFieldTid)) {
-    fmt::format_to(to, "{:>5}/{:<5} ", signed_id(sample.pid), signed_id(sample.tid));
-  } else if (f & kFieldPid) {
-    fmt::format_to(to, "{:>5} ", signed_id(sample.pid));
-  } else if (f & kFieldTid) {
-    fmt::format_to(to, "{:>5} ", signed_id(sample.tid));
+    p = put_int(p, signed_id(sample.pid), 5);
+    p = put(p, "/");
+    p = put_int(p, signed_id(sample.tid), 5, true);
+    p = put(p, " ");
+  } else if (f & (kFieldPid | kFieldTid)) {
+    p = put_int(p, signed_id((f & kFieldPid) ? sample.pid : sample.tid), 5);
+    p = put(p, " ");
   }
-  if (f & kFieldCpu) fmt::format_to(to, "[{:03}] ", sample.cpu);
+  if (f & kFieldCpu) {
+    p = put(p, "[");
+    p = put_uint(p, sample.cpu, 3, '0');
+    p = put(p, "] ");
+  }
   if (f & kFieldTime) {
-    fmt::format_to(to, "{:>12}: ",
-                   fmt::format("{}.{:06}", sample.time / 1000000000, sample.time % 1000000000 / 1000));
+    const uint64_t seconds = sample.time / 1000000000;
+    const unsigned width = decimal_digits(seconds) + 7;  // "S.uuuuuu"
+    if (width < 12) p = put_pad(p, 12 - width, ' ');
+    p = put_uint(p, seconds);
+    p = put(p, ".");
+    p = put_uint(p, sample.time % 1000000000 / 1000, 6, '0');
+    p = put(p, ": ");
   }
-  if (f & kFieldPeriod) fmt::format_to(to, "{:>10} ", sample.period);
+  if (f & kFieldPeriod) {
+    p = put_uint(p, sample.period, 10);
+    p = put(p, " ");
+  }
   if (f & kFieldEvent) {
-    const std::string_view name = event_name(session, ref.layout, scratch);
-    fmt::format_to(to, "{:>{}}: ", name, scratch.event_width);
+    if (event.size() < scratch.event_width) p = put_spaces(p, scratch.event_width - event.size());
+    p = put(p, event);
+    p = put(p, ": ");
   }
   if (f & (kFieldIp | kFieldSym | kFieldDso)) {
-    analysis::symbolize_sample(sym, sample, ref.record.cpumode(), chain, scratch.frames);
     if (chain) {
-      t += '\n';
-      for (const analysis::SymbolizedFrame& fr : scratch.frames) {
-        append_frame(t, "\t", fr, f);
-        t += '\n';
+      p = put(p, "\n");
+      out.commit(p);
+      analysis::for_each_frame(sample, ref.record.cpumode(), true,
+                               [&](const analysis::FrameRequest& r) {
+                                 append_chain_frame(sym, sample, r, f, scratch, out);
+                               });
+      p = out.reserve(kPad);
+    } else {
+      analysis::symbolize_sample(sym, sample, ref.record.cpumode(), false, scratch.frames);
+      if (!scratch.frames.empty()) {
+        const analysis::SymbolizedFrame& fr = scratch.frames.front();
+        out.commit(p);
+        p = out.reserve(kFrameFixed + fr.frame.symbol.size() + fr.frame.dso.size());
+        p = put_frame(p, (f & kFieldIp) ? " " : "", fr, f);
       }
-    } else if (!scratch.frames.empty()) {
-      append_frame(t, (f & kFieldIp) ? " " : "", scratch.frames.front(), f);
     }
   }
-  t += '\n';  // the line's end, or with callchains the blank line after the frames
-  out.append(t);
+  p = put(p, "\n");  // the line's end, or with callchains the blank line after the frames
+  out.commit(p);
 }
 
 // The JSON array of a sample's frames, leaf first:
@@ -337,26 +414,32 @@ void format_sample(const analysis::Session& session, const analysis::OrderedSamp
   }
   const bool ascii = kept || is_ascii(comm);
   if (!ascii) out.append(fmt::format("{:>16}", comm));
-  // The leaf: kernel code (BPF programs among it) from the tail kept for its
-  // ip while the symbolizer's answer there holds, anything else looked up.
+  // The leaf from the tail kept for its ip (and process, for user code)
+  // while the symbolizer's answer there holds, else looked up.
   LineScratch::Tail* tail = nullptr;
   bool tail_kept = false;
   const symbols::Frame* leaf = &kNoFrame;
   uint64_t ip = sample->ip;
-  symbols::Frame kernel_leaf;
-  if (sample->ip != 0 && symbols::Symbolizer::looks_up_kernel(
-                             sample->ip, ref.record.cpumode() == perf::kMiscKernel)) {
-    tail = &scratch.tails[((ip ^ (ip >> 11)) * 0x9e3779b97f4a7c15ULL) >> 54];
-    static_assert(LineScratch::kTails == 1024);  // the top 10 bits pick the slot
-    tail_kept = tail->size != 0 && tail->ip == ip && time >= tail->from && time < tail->to;
+  symbols::Frame looked_up;
+  if (sample->ip != 0) {
+    const bool kernel =
+        symbols::Symbolizer::looks_up_kernel(ip, ref.record.cpumode() == perf::kMiscKernel);
+    const uint32_t pid = kernel ? 0 : sample->pid;  // kernel code: no process's
+    tail =
+        &scratch.tails[((ip ^ (ip >> 11) ^ (uint64_t{pid} << 40)) * 0x9e3779b97f4a7c15ULL) >> 52];
+    static_assert(LineScratch::kTails == 4096);  // the top 12 bits pick the slot
+    tail_kept = tail->size != 0 && tail->ip == ip && tail->pid == pid && tail->kernel == kernel &&
+                time >= tail->from && time < tail->to;
     if (!tail_kept) {
       symbols::Symbolizer::Holds holds;
-      kernel_leaf = sym.lookup_kernel(ip, time, holds);
-      leaf = &kernel_leaf;
+      looked_up = sym.lookup(sample->pid, ip, time, kernel, holds);
+      leaf = &looked_up;
       // Its text is written below, if it fits (not zeroed: only `size` bytes count).
       tail->ip = ip;
       tail->from = holds.from;
       tail->to = holds.to;
+      tail->pid = pid;
+      tail->kernel = kernel;
       tail->size = 0;
     }
   } else {

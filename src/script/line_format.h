@@ -43,16 +43,32 @@ struct LineScratch {
     size_t size = 0;
     char text[24] = {};
   } second;
-  // "{ip:16x} {sym}+0x{off} ({dso})\n" of kernel-code leaves (BPF programs
-  // among them) as last written per ip (direct-mapped), with the times
-  // [from, to) the symbolizer's answer at that ip holds for.
+  // "{ip:16x} {sym}+0x{off} ({dso})\n" of leaves as last written per ip
+  // and process (direct-mapped; kernel code, BPF programs among it, is no
+  // process's), with the times [from, to) the symbolizer's answer at that
+  // ip holds for.
   struct Tail {
     uint64_t ip = 0, from = 0, to = 0;
+    uint32_t pid = 0;   // 0 for kernel code
     uint32_t size = 0;  // 0: none kept
+    bool kernel = false;
     char text[100];
   };
-  static constexpr size_t kTails = 1024;
+  static constexpr size_t kTails = 4096;
   std::vector<Tail> tails = std::vector<Tail>(kTails);
+  // "\t{ip:16x} {sym}+0x{off} ({dso})\n" of callchain frames as last
+  // written (direct-mapped by address and process), with the times
+  // [from, to) the symbolizer's answer for the frame holds for.
+  struct FrameText {
+    uint64_t ip = 0, lookup = 0, from = 0, to = 0;
+    uint32_t pid = 0;   // 0 for kernel code, which no process maps
+    uint16_t size = 0;  // 0: none kept
+    uint8_t kind = 0;   // user, kernel, unmapped (analysis::FrameRequest)
+    char text[213];
+  };
+  static_assert(sizeof(FrameText) == 256);
+  static constexpr size_t kFrameTexts = 4096;
+  std::vector<FrameText> frame_texts = std::vector<FrameText>(kFrameTexts);
   // JSON: program owners (with their cgroups) and attach points by program
   // index, made on first use ("" = not yet), from the attach index made on
   // first use.

@@ -96,10 +96,9 @@ std::string write_recording(const std::string& path, const Shape& shape) {
   return closed.ok() ? "" : closed.error().to_string();
 }
 
-std::string script_of(const Session& s) {
+std::string script_of(const Session& s, const script::ScriptOptions& o = {}) {
   std::FILE* f = std::tmpfile();
   if (!f) return "tmpfile";
-  script::ScriptOptions o;
   Status written = script::write_script(s, o, f);
   std::string out;
   std::rewind(f);
@@ -110,10 +109,11 @@ std::string script_of(const Session& s) {
 }
 
 // The script text of the recording at `path`, line by line (or the error).
-std::vector<std::string> script_lines_of(const std::string& path) {
+std::vector<std::string> script_lines_of(const std::string& path,
+                                         const script::ScriptOptions& o = {}) {
   auto s = Session::open(path, SessionOptions{});
   if (!s.ok()) return {s.error().to_string()};
-  const std::string out = script_of(**s);
+  const std::string out = script_of(**s, o);
   std::vector<std::string> lines;
   for (size_t at = 0; at < out.size();) {
     const size_t end = out.find('\n', at);
@@ -287,7 +287,7 @@ TEST(ScriptLines, AnAddressReusedByAnotherProgramIsNamedByTheProgramAliveThen) {
   // long as the symbolizer's answer there holds).
   bpfprof::testing::TempDir dir;
   const std::string path = dir.file("reused.data");
-  constexpr uint64_t kAddr = 0xffffffffc0004000, kIp = kAddr + 0x24;
+  constexpr uint64_t kAddr = 0xffffffffc0004000, kIp = kAddr + 0x24, kCaller = kAddr + 0x40;
   {
     auto w = perfdata::FileWriter::create(path, testing::two_attrs(kSampleType));
     ASSERT_TRUE(w.ok());
@@ -316,11 +316,33 @@ TEST(ScriptLines, AnAddressReusedByAnotherProgramIsNamedByTheProgramAliveThen) {
       v.cpu = 1;
       v.time = t + 1;
       v.period = 1;
-      v.callchain = {perf::kContextKernel, kIp};
+      v.callchain = {perf::kContextKernel, kIp, kCaller};
       ASSERT_TRUE(w->append(bpfprof::testing::sample_record(kSampleType, v, perf::kMiscKernel)).ok());
     }
     ASSERT_TRUE(w->close(perfdata::Features{}).ok());
   }
+  // With callchains, each frame line is kept per address while the answer
+  // there holds: both frames follow the program alive at each sample.
+  script::ScriptOptions chains;
+  chains.callchain = true;
+  chains.fields = script::kDefaultFields;
+  std::vector<std::string> frames;
+  for (const std::string& line : script_lines_of(path, chains)) {
+    if (line.empty() || line[0] != '\t') continue;
+    const size_t sym_at = line.find(' ', line.find_first_not_of(" \t")) + 1;
+    frames.push_back(line.substr(sym_at, line.find(' ', sym_at) - sym_at));
+  }
+  std::vector<std::string> want_frames;
+  for (const char* name : {"first", "first", "first", "", "", "", "second", "second", "second",
+                           "second", "second", "second"}) {
+    const std::string n = name;
+    const std::string prog = n == "first"    ? "bpf_prog_aaaaaaaaaaaaaaaa_first"
+                             : n == "second" ? "bpf_prog_bbbbbbbbbbbbbbbb_second"
+                                             : "";
+    want_frames.push_back(prog.empty() ? "[unknown]" : prog + "+0x24");
+    want_frames.push_back(prog.empty() ? "[unknown]" : prog + "+0x40");
+  }
+  EXPECT_EQ(frames, want_frames);
   std::vector<std::string> syms;
   for (const std::string& line : script_lines_of(path)) {
     const size_t ip_at = line.find("ffffffffc0004024 ");
