@@ -101,7 +101,8 @@ struct ProgramRow {
   // and the instructions the verifier processed; none without stored info.
   std::optional<uint32_t> jited_len, xlated_len, verified_insns;
   // Its bpf_metadata_* variables (name without the prefix, value) from a
-  // BPF_METADATA record (perf 6.17+); empty when the file has none for it.
+  // BPF_METADATA record (perf 6.17+) and bpfprof's section 248, one list;
+  // empty when the file has none for it.
   std::vector<std::pair<std::string, std::string>> metadata;
   // The maps it uses (section 249), in the kernel's order; none when the
   // recording does not say.

@@ -23,6 +23,14 @@ bool add_map(std::vector<MapInfo>& maps, MapInfo m) {
   return true;
 }
 
+void merge_metadata(Metadata& to, const Metadata& more) {
+  for (const auto& [key, value] : more) {
+    if (std::none_of(to.begin(), to.end(), [&](const auto& e) { return e.first == key; })) {
+      to.emplace_back(key, value);
+    }
+  }
+}
+
 std::string map_type_name(uint32_t type) {
   // libbpf's names (libbpf_bpf_map_type_str), which bpftool prints; by
   // number so that a reader built against older headers names newer types.

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace bpfprof::bpf {
@@ -39,6 +40,14 @@ bool add_map(std::vector<MapInfo>& maps, MapInfo m);
 // "type N" for a number it does not know.
 std::string map_type_name(uint32_t type);
 
+// A program's bpf_metadata_* variables, in their section's order: each name
+// without the prefix and its value as text (a string's characters, an
+// integer's decimal digits).
+using Metadata = std::vector<std::pair<std::string, std::string>>;
+
+// Appends the entries of `more` whose names `to` does not have yet.
+void merge_metadata(Metadata& to, const Metadata& more);
+
 struct ProgInfo {
   // Scalar fields as the kernel filled them; every pointer field is 0 here and
   // the counts/rec sizes describe the vectors below.
@@ -55,6 +64,9 @@ struct ProgInfo {
   // The maps it uses (aux->used_maps, bpf_prog_info.map_ids), in the
   // kernel's order; none when the recording does not say.
   std::optional<std::vector<MapInfo>> maps;
+  // Its bpf_metadata_* variables, read from its .rodata map while it was
+  // loaded (bpf/metadata.h); empty when it has none or they were not read.
+  Metadata metadata;
 
   uint32_t id() const { return info.id; }
   Tag tag() const;

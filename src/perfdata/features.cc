@@ -138,6 +138,9 @@ std::map<int, std::vector<std::byte>> encode_features(const Features& f,
   ProgramMaps maps = program_maps(f.bpf_prog_info);
   maps.insert(f.bpf_maps.begin(), f.bpf_maps.end());
   if (!maps.empty()) out[kFeatBpfprofMaps] = encode_maps(maps);
+  ProgramMetadata metadata = program_metadata(f.bpf_prog_info);
+  for (const auto& [prog, entries] : f.bpf_metadata) bpf::merge_metadata(metadata[prog], entries);
+  if (!metadata.empty()) out[kFeatBpfprofMetadata] = encode_metadata(metadata);
   // Raw sections fill only numbers the typed fields did not claim.
   for (const auto& [feat, bytes] : f.other) {
     if (feat > 0 && feat < kFeatureBits) out.emplace(feat, bytes);
@@ -235,6 +238,8 @@ Status decode_feature(int feat, Bytes payload, uint64_t base, Features& out,
     }
     case kFeatBpfprofMaps:
       return decode_maps(payload, base, out.bpf_maps);
+    case kFeatBpfprofMetadata:
+      return decode_metadata(payload, base, out.bpf_metadata);
     case kFeatBpfprofKallsyms: {
       // Opened in place by whoever names kernel code (KallsymsTable).
       out.kallsyms_packed = payload;

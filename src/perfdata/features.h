@@ -18,6 +18,7 @@
 #include "perfdata/attach_feature.h"
 #include "perfdata/enrichment_feature.h"
 #include "perfdata/maps_feature.h"
+#include "perfdata/metadata_feature.h"
 #include "perfdata/owners_feature.h"
 
 namespace bpfprof::perfdata {
@@ -44,7 +45,8 @@ enum Feature : int {
   kFeatLast61 = 32,  // perf 6.1's HEADER_LAST_FEATURE
   // bpfprof's own sections, far above any number perf uses: perf skips feature
   // bits it does not know in file mode.
-  kFeatBpfprofMaps = 249,  // the maps each program uses (maps_feature.h)
+  kFeatBpfprofMetadata = 248,  // programs' bpf_metadata_* variables (metadata_feature.h)
+  kFeatBpfprofMaps = 249,      // the maps each program uses (maps_feature.h)
   kFeatBpfprofKallsyms = 250,
   kFeatBpfprofEnrichment = 251,  // how BPF programs were enriched (enrichment_feature.h)
   kFeatBpfprofRunStats = 252,    // per-program run statistics (record --bpf-stats)
@@ -75,6 +77,9 @@ struct Features {
   // bpfprof's 249 as read (the writer stores the maps of bpf_prog_info
   // and these); the reader also sets each bpf_prog_info entry's maps.
   ProgramMaps bpf_maps;
+  // bpfprof's 248 likewise (the writer stores the metadata of bpf_prog_info
+  // and this); the reader also adds it to each bpf_prog_info entry.
+  ProgramMetadata bpf_metadata;
   // Kernel and module text symbols as /proc/kallsyms listed them when the
   // recording started ("addr type name [module]" lines), so a report on another
   // machine or after a reboot names kernel code the same. What a recorder

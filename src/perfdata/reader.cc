@@ -262,6 +262,7 @@ Status FileReader::parse_file() {
   for (size_t i = 0; i < event_names.size() && i < attrs_.size(); ++i)
     attrs_[i].name = std::move(event_names[i]);
   attach_maps(features_.bpf_maps, features_.bpf_prog_info);
+  attach_metadata(features_.bpf_metadata, features_.bpf_prog_info);
   return ok_status();
 }
 
@@ -382,13 +383,14 @@ Status FileReader::take_in_stream_features() {
   for (size_t i = 0; i < event_names.size() && i < attrs_.size(); ++i)
     attrs_[i].name = std::move(event_names[i]);
   attach_maps(features_.bpf_maps, features_.bpf_prog_info);
+  attach_metadata(features_.bpf_metadata, features_.bpf_prog_info);
   return ok_status();
 }
 
 void FileReader::decode_one_feature(int feat, Bytes payload, uint64_t at,
                                     std::vector<std::string>& event_names) {
   // perf 6.1 numbers end below kFeatLast61; ours sit far above.
-  if (feat >= kFeatLast61 && (feat < kFeatBpfprofMaps || feat > kFeatBpfprofVdso)) {
+  if (feat >= kFeatLast61 && (feat < kFeatBpfprofMetadata || feat > kFeatBpfprofVdso)) {
     stats_.unknown_features++;
   }
   Status st = decode_feature(feat, payload, at, features_, event_names);

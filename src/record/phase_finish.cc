@@ -79,6 +79,7 @@ Result<RecordStats> Recorder::finish() {
   sections_->move_into(features);
   if (o_.bpf_stats) add_run_stats(features, enrichment);
   for (auto& [id, btf] : btfs) features.bpf_btf.push_back(std::move(btf));
+  perfdata::attach_metadata(file_.metadata, features.bpf_prog_info);
   Status closed = writer.close(features);
   count_compression(writer);
   const FileCounters last = loop_->file_counters();
@@ -177,6 +178,7 @@ RecordStats Recorder::figures(const DrainCounters& c, EnrichmentStats enrichment
     if (synthesized.count(id) || live.count(id)) stats.bpf_enriched++;
   }
   stats.bpf_gone = bpf_.gone + stats.enrichment.gone();
+  stats.metadata_gone = metadata_gone_;
   stats.trampolines = bpf_.trampolines;
   stats.stop_reason = *stop_;
   stats.stop_signal = loop_->stop_signal();

@@ -6,6 +6,7 @@
 
 #include <set>
 
+#include "bpf/metadata.h"
 #include "host/vdso.h"
 #include "perfdata/features.h"
 #include "record/phases.h"
@@ -20,6 +21,38 @@ std::set<uint32_t> live_prog_loads(EventSet& events) {
 }
 
 }  // namespace
+
+Status Recorder::hand_metadata(const perfdata::ProgramMaps& maps) {
+  perfdata::ProgramMetadata learned;
+  for (const auto& [prog, list] : maps) {
+    for (const bpf::MapInfo& m : list) {
+      if (!bpf::may_hold_metadata(m)) continue;
+      auto [it, fresh] = rodata_.try_emplace(m.id);
+      if (fresh) {
+        auto read = bpf::read_rodata_metadata(m.id);
+        if (read.ok()) {
+          it->second = std::move(read).value();
+        } else if (read.error().code == Errc::kNotFound) {
+          metadata_gone_++;
+        } else if (sink_.notice) {
+          sink_.notice("the metadata of program " + std::to_string(prog) +
+                       " is not stored: " + read.error().to_string());
+        }
+      }
+      if (!it->second || it->second->empty()) continue;
+      bpf::Metadata& have = file_.metadata[prog];
+      const size_t before = have.size();
+      bpf::merge_metadata(have, *it->second);
+      if (have.size() > before) {
+        learned[prog].insert(learned[prog].end(), have.begin() + static_cast<ptrdiff_t>(before),
+                             have.end());
+      }
+    }
+  }
+  if (learned.empty()) return ok_status();
+  return out_->writer().append_in_stream(perfdata::kFeatBpfprofMetadata,
+                                         perfdata::encode_metadata(learned));
+}
 
 Status hand_to_writer(perfdata::FileWriter& writer, const std::vector<bpf::ProgInfo>& infos,
                       const std::vector<bpf::BtfBlob>& btfs) {
@@ -81,6 +114,7 @@ Result<host::BpfSynthesis> Recorder::write_file_start(host::Snapshot& snapshot) 
       ProgramSections::start(writer, std::move(places), snapshot.cgroup2, in_kernel_.get(), sink_));
   sections_.emplace(std::move(sections));
   BPFPROF_TRY(hand_to_writer(writer, bpf.infos, bpf.btfs));
+  BPFPROF_TRY(hand_metadata(perfdata::program_maps(bpf.infos)));
   BPFPROF_TRY(writer.finish_round());
   return bpf;
 }

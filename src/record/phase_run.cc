@@ -35,6 +35,10 @@ Status Recorder::end_pass(bool copied) {
   if (!bound.empty()) {
     BPFPROF_TRY(writer.append_in_stream(perfdata::kFeatBpfprofMaps, perfdata::encode_maps(bound)));
   }
+  // Read now, while the programs are likely still loaded: their .rodata
+  // maps are among the maps captured at load or bound since.
+  BPFPROF_TRY(hand_metadata(perfdata::program_maps(infos)));
+  BPFPROF_TRY(hand_metadata(bound));
   bool learned = !links.empty() || !loaders.empty();
   BPFPROF_TRY(sections_->add_attach(std::move(links)));
   BPFPROF_TRY(sections_->add_loaders(std::move(loaders)));

@@ -47,6 +47,7 @@ Status Recorder::switch_output() {
   features.enrichment = file_enrichment(std::move(enrichment), stored);
   stored_.insert(stored.begin(), stored.end());
   sections_->move_into(features);
+  perfdata::attach_metadata(file_.metadata, features.bpf_prog_info);
   Status closed = writer.close(features);
   count_compression(writer);
   // Renamed even after a failed close: it is valid up to its last round.
@@ -85,6 +86,7 @@ Status Recorder::write_dying_programs(const perfdata::Features& last_file) {
   }
   enricher_->take_learned(learned, learned_btfs);
   BPFPROF_TRY(hand_to_writer(writer, learned, learned_btfs));
+  BPFPROF_TRY(hand_metadata(perfdata::program_maps(learned)));
   for (const bpf::ProgInfo& p : learned) handed_.insert(p.id());
   file_.add(learned, learned_btfs);
 
@@ -126,6 +128,7 @@ Status Recorder::write_dying_programs(const perfdata::Features& last_file) {
   if (out.records() == 0) return ok_status();
   BPFPROF_TRY(writer.append(out.bytes()));
   BPFPROF_TRY(hand_to_writer(writer, dying, btfs));
+  BPFPROF_TRY(hand_metadata(perfdata::program_maps(dying)));  // read while they lived
   file_.add(dying, btfs);
   return writer.finish_round();
 }

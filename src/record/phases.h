@@ -26,6 +26,7 @@
 #include "base/unique_fd.h"
 #include "host/snapshot.h"
 #include "perf/records.h"
+#include "perfdata/metadata_feature.h"
 #include "record/capture_enricher.h"
 #include "record/drain_loop.h"
 #include "record/enricher.h"
@@ -87,6 +88,11 @@ class Recorder {
   Result<host::BpfSynthesis> write_file_start(host::Snapshot& snapshot);
   Status write_early_features(host::Snapshot& snapshot);
   Status end_pass(bool copied);
+  // The bpf_metadata_* variables of the programs of `maps` (from their .rodata
+  // maps, read once per map: their values are frozen) that the current file
+  // lacks: into its data as a section 248 piece, and into file_.metadata for
+  // its close. A map gone first is counted, not an error.
+  Status hand_metadata(const perfdata::ProgramMaps& maps);
   // --switch-output (phase_switch.cc): closes the current file complete,
   // renames it, and starts the next one.
   Status switch_output();
@@ -134,6 +140,9 @@ class Recorder {
     std::vector<uint32_t> synthesized;
     std::map<uint32_t, bpf::ProgInfo> infos;
     std::map<uint32_t, bpf::BtfBlob> btfs;
+    // The bpf_metadata_* variables of its programs, in its data so far;
+    // its close adds them to its programs' infos (every file, switched or not).
+    perfdata::ProgramMetadata metadata;
     uint64_t start_ns = 0;    // programs loaded from then on are the file's
     uint64_t ring_bytes = 0;  // ring data written into it
     void add(const std::vector<bpf::ProgInfo>& infos, const std::vector<bpf::BtfBlob>& btfs);
@@ -144,6 +153,9 @@ class Recorder {
   std::set<uint32_t> stored_;  // programs with an info in any file closed
   std::string last_file_;      // the last file renamed
   bool vdso_read_ = false;
+  // .rodata metadata by map id (none: not a .rodata map, or not readable).
+  std::map<uint32_t, std::optional<bpf::Metadata>> rodata_;
+  size_t metadata_gone_ = 0;                         // maps gone before their metadata was read
   uint64_t compressed_in_ = 0, compressed_out_ = 0;  // -z, over every file closed
 
   std::unique_ptr<DrainLoop> loop_;

@@ -19,13 +19,17 @@ std::string format_summary(const RecordStats& s) {
                     static_cast<double>(s.compressed_in) / (1024.0 * 1024.0),
                     static_cast<double>(s.compressed_in) / static_cast<double>(s.compressed_out));
   }
+  // Programs whose bpf_metadata_* variables were not stored: unloaded, their
+  // .rodata map gone, before the pass that handed them.
+  const std::string metadata =
+      s.metadata_gone > 0 ? fmt::format(" ({} with metadata gone first)", s.metadata_gone) : "";
   // --switch-output: the samples are those of every file, the size the last one's.
   const std::string files = s.files > 1 ? fmt::format("{} files, the last ", s.files) : "";
   return fmt::format(
       "[ bpfprof record: {} samples, {} lost, {} BPF programs ({} synthesized, {} loaded during "
-      "recording), {} enriched, {} gone before enrichment; wrote {}{} ({:.3f} MB{}) ]",
+      "recording), {} enriched{}, {} gone before enrichment; wrote {}{} ({:.3f} MB{}) ]",
       s.samples, s.lost, s.bpf_programs(), s.bpf_synthesized, s.bpf_loaded_live, s.bpf_enriched,
-      s.bpf_gone, files, s.output, static_cast<double>(s.file_bytes) / (1024.0 * 1024.0),
+      metadata, s.bpf_gone, files, s.output, static_cast<double>(s.file_bytes) / (1024.0 * 1024.0),
       compressed);
 }
 

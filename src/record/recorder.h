@@ -40,6 +40,7 @@ struct RecordStats {
   size_t bpf_loaded_live = 0;  // PROG_LOADs seen during recording
   size_t bpf_enriched = 0;     // distinct programs with stored info
   size_t bpf_gone = 0;         // unloaded before their info could be read
+  size_t metadata_gone = 0;    // .rodata maps gone before their metadata was read
   size_t trampolines = 0;
   EnrichmentStats enrichment;
   StopReason stop_reason = StopReason::kDuration;

@@ -148,7 +148,7 @@ std::string programs_text(const analysis::ReportData& d, const RenderOptions& o)
     cells.push_back(p.name);
     t.add_row(std::move(cells));
     if (o.verbose) {
-      // Its bpf_metadata_* variables (BPF_METADATA records), one per line.
+      // Its bpf_metadata_* variables (BPF_METADATA records, section 248), one per line.
       for (const auto& [key, value] : p.metadata) {
         std::vector<std::string> row(width);
         row.back() = fmt::format("  metadata: {} = {}", key, value);

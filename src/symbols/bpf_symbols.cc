@@ -171,7 +171,6 @@ void BpfSymbols::load(uint64_t time, uint32_t cpu, uint32_t id, const bpf::Tag& 
 }
 
 void BpfSymbols::attach_metadata(const std::unordered_map<std::string, Metadata>& by_name) {
-  if (by_name.empty()) return;
   for (BpfProgram& prog : programs_) {
     for (const BpfFunction& fn : prog.functions) {
       if (auto it = by_name.find(fn.ksym); it != by_name.end()) {
@@ -179,6 +178,8 @@ void BpfSymbols::attach_metadata(const std::unordered_map<std::string, Metadata>
         break;
       }
     }
+    // What the recorder read from its .rodata map (section 248), one list.
+    if (prog.info != nullptr) bpf::merge_metadata(prog.metadata, prog.info->metadata);
   }
 }
 

@@ -43,7 +43,8 @@ class BpfSymbols {
                     uint32_t pid = 0, uint32_t tid = 0);
   void finish() { timeline_.build(); }
   // After finish(): each program's metadata from the first of its
-  // functions' names `by_name` holds (BPF_METADATA records).
+  // functions' names `by_name` holds (BPF_METADATA records), then the
+  // variables its BPF_PROG_INFO entry has that those lack (section 248).
   using Metadata = std::vector<std::pair<std::string, std::string>>;
   void attach_metadata(const std::unordered_map<std::string, Metadata>& by_name);
 

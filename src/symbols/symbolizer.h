@@ -91,7 +91,8 @@ struct BpfProgram {
   // synthesized at start or records without a pid.
   uint32_t loader_pid = 0, loader_tid = 0;
   // Its bpf_metadata_* variables (name without the prefix, value), as a
-  // BPF_METADATA record gave them; empty when none names it.
+  // BPF_METADATA record gave them, then those of section 248 the record
+  // lacks; empty when neither names it.
   std::vector<std::pair<std::string, std::string>> metadata;
 };
 

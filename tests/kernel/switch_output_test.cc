@@ -205,6 +205,13 @@ TEST_F(SwitchOutputTest, AProgramLoadedInTheFirstFileIsNamedInTheLaterOnes) {
       if (p.at("name") == name && p.at("samples").get<uint64_t>() > 0) reported = true;
     }
     EXPECT_TRUE(reported) << "report names " << name;
+    // Its bpf_metadata_* variables too: each file holds its own (section 248).
+    for (const auto& p : v.json.at("programs")) {
+      if (p.at("name") != name) continue;
+      EXPECT_EQ(p.at("metadata"),
+                (nlohmann::json{{"workload", "bpfprof-workload burner"}, {"kinds", "3"}}))
+          << p.dump();
+    }
     EXPECT_NE(v.script.out.find(truth->functions.front().ksym), std::string::npos)
         << "perf script names it";
     // perf reads its info from the file's BPF_PROG_INFO section.

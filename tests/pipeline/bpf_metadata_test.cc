@@ -3,12 +3,15 @@
 // built here as perf writes one: the records carry no time and name a
 // program by a function's KSYMBOL name; the report lists each program's
 // variables in JSON and under -v, and a record that does not parse is
-// counted (bpf_metadata_bad) while the rest of the file reads.
+// counted (bpf_metadata_bad) while the rest of the file reads. bpfprof's
+// own section 248 (what its recorder reads from the programs' .rodata maps)
+// merges into the same list.
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <cstring>
 #include <string>
 #include <utility>
 #include <vector>
@@ -39,8 +42,9 @@ const Prog kB{22, 0xffffffffc0002000, "bpf_prog_1616161616161616_other"};
 const Metadata kAMetadata{{"version", "\"1.2\""}, {"build", "7"}};
 
 // A recording of two programs, three samples in each; BPF_METADATA for a
-// (before its load, as perf synthesizes them), then `extra`.
-std::string write_recording(const std::string& path, const std::vector<ByteVec>& extra) {
+// (before its load, as perf synthesizes them), then `extra`; `features` at close.
+std::string write_recording(const std::string& path, const std::vector<ByteVec>& extra,
+                            const perfdata::Features& features = {}) {
   auto w = perfdata::FileWriter::create(path, testing::two_attrs(kType));
   if (!w.ok()) return w.error().to_string();
   auto side = [](uint64_t time) { return TrailerValues{kPid, kPid, time, testing::kDummyId, 0, 0}; };
@@ -68,15 +72,15 @@ std::string write_recording(const std::string& path, const std::vector<ByteVec>&
     }
   }
   if (!ok) return "append";
-  Status closed = w->close(perfdata::Features{});
+  Status closed = w->close(features);
   return closed.ok() ? "" : closed.error().to_string();
 }
 
 class BpfMetadataTest : public ::testing::Test {
  protected:
-  ReportData report(const std::vector<ByteVec>& extra) {
+  ReportData report(const std::vector<ByteVec>& extra, const perfdata::Features& features = {}) {
     const std::string path = dir_.file("perf.data");
-    EXPECT_EQ(write_recording(path, extra), "");
+    EXPECT_EQ(write_recording(path, extra, features), "");
     auto session = Session::open(path, SessionOptions{});
     EXPECT_TRUE(session.ok()) << session.error().to_string();
     if (!session.ok()) return {};
@@ -133,6 +137,42 @@ TEST_F(BpfMetadataTest, ADamagedRecordIsCountedAndTheRestReads) {
   EXPECT_EQ(row(d, kA).metadata, kAMetadata);
   EXPECT_TRUE(row(d, kB).metadata.empty());
   EXPECT_EQ(row(d, kB).samples, 3u);
+}
+
+TEST_F(BpfMetadataTest, Section248MergesIntoTheRecordsList) {
+  perfdata::Features f;
+  f.bpf_prog_info = {testing::demo_prog(kA.id, kA.addr), testing::demo_prog(kB.id, kB.addr)};
+  // Each as its BPF_EVENT names it (its tag) and its KSYMBOL (its name).
+  for (bpf::ProgInfo& info : f.bpf_prog_info) {
+    std::memset(info.info.tag, static_cast<int>(info.id() - 6), sizeof info.info.tag);
+    std::strncpy(info.info.name, info.id() == kA.id ? "handler" : "other", sizeof info.info.name);
+  }
+  // The record's value of a variable wins; the section adds what it lacks.
+  f.bpf_prog_info[0].metadata = {{"version", "9"}, {"commit", "abc"}};
+  f.bpf_prog_info[1].metadata = {{"owner", "bpfprof-workload burner"}, {"kinds", "3"}};
+  const ReportData d = report({}, f);
+  ASSERT_EQ(d.programs.size(), 2u);
+  EXPECT_EQ(row(d, kA).metadata,
+            (Metadata{{"version", "\"1.2\""}, {"build", "7"}, {"commit", "abc"}}));
+  EXPECT_EQ(row(d, kB).metadata, (Metadata{{"owner", "bpfprof-workload burner"}, {"kinds", "3"}}));
+  EXPECT_EQ(d.profile.diagnostics()[Diag::kBpfMetadataBad], 0u);
+
+  report::RenderOptions o;
+  const auto j = nlohmann::json::parse(report::render_json(d, o));
+  size_t seen = 0;
+  for (const auto& p : j["programs"]) {
+    if (p["name"] == "other") {
+      seen++;
+      EXPECT_EQ(p["metadata"],
+                (nlohmann::json{{"owner", "bpfprof-workload burner"}, {"kinds", "3"}}));
+    }
+  }
+  EXPECT_EQ(seen, 1u) << j.dump(1);
+  o.verbose = true;
+  const std::string verbose = report::render_text(d, o);
+  EXPECT_NE(verbose.find("metadata: owner = bpfprof-workload burner"), std::string::npos)
+      << verbose;
+  EXPECT_NE(verbose.find("metadata: commit = abc"), std::string::npos) << verbose;
 }
 
 }  // namespace

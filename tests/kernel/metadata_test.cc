@@ -1,0 +1,138 @@
+// SPDX-License-Identifier: Apache-2.0
+// Real kernel, real tools: the bpf_metadata_* variables of BPF programs as a
+// recording stores them (section 248), against what `bpftool prog show`
+// prints under "metadata" while the programs are alive. bpfprof-workload's
+// burner object has two (a string and a u32); one of its programs is held
+// from before the recording starts (read by id at start), another is loaded
+// during it (captured at load; its .rodata map read at the pass that hands
+// it). The report lists both programs' variables in JSON and under -v, and
+// perf 6.1 reads the file without a word.
+
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <chrono>
+#include <cstring>
+#include <iostream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "testing/subprocess.h"
+
+namespace bpfprof::testing {
+namespace {
+
+using Json = nlohmann::json;
+
+const std::string kBin = BPFPROF_BIN_DIR;
+
+// bpftool's "metadata" of program `id` as the report writes values: strings
+// as they are, numbers (and booleans) as their JSON text.
+std::map<std::string, std::string> bpftool_metadata(uint32_t id) {
+  RunResult r = run({"bpftool", "-j", "prog", "show", "id", std::to_string(id)});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  std::map<std::string, std::string> out;
+  if (r.exit_code != 0) return out;
+  const Json p = Json::parse(r.out);
+  if (!p.contains("metadata")) return out;
+  for (const auto& [key, value] : p["metadata"].items()) {
+    out[key] = value.is_string() ? value.get<std::string>() : value.dump();
+  }
+  return out;
+}
+
+uint32_t ready_id(Background& hold) {
+  const std::string line = hold.wait_for_line("ready");
+  EXPECT_FALSE(line.empty()) << "bpfprof-workload --hold never became ready";
+  return line.empty() ? 0 : static_cast<uint32_t>(std::stoul(line.substr(6)));
+}
+
+// Waits until `data`'s header says a round is in (the recording's start).
+bool started(const std::string& data) {
+  for (int i = 0; i < 100; i++) {
+    std::vector<std::byte> b = read_file_bytes(data);
+    uint64_t data_size = 0;
+    if (b.size() >= 104) std::memcpy(&data_size, b.data() + 48, sizeof data_size);
+    if (data_size > 0) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return false;
+}
+
+class MetadataKernelTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (run({"bpftool", "version"}).exit_code != 0) BPFPROF_KERNEL_SKIP("bpftool is not installed");
+    if (std::string why = bpf_refusal(kBin); !why.empty()) BPFPROF_KERNEL_SKIP(why);
+  }
+};
+
+TEST_F(MetadataKernelTest, ProgramsThereAtStartAndLoadedDuringShowBpftoolsMetadata) {
+  TempDir dir;
+  const std::string data = dir.file("metadata.data");
+  Background before({kBin + "/bpfprof-workload", "--hold", "--quiet"});
+  const uint32_t at_start = ready_id(before);
+  ASSERT_NE(at_start, 0u);
+  const auto want_start = bpftool_metadata(at_start);
+
+  Background rec(
+      {kBin + "/bpfprof", "record", "-q", "-a", "-F", "99", "-o", data, "--", "sleep", "2"});
+  ASSERT_TRUE(started(data)) << "the recorder never finished a round";
+  Background during({kBin + "/bpfprof-workload", "--hold", "--quiet"});
+  const uint32_t loaded = ready_id(during);
+  ASSERT_NE(loaded, 0u);
+  const auto want_loaded = bpftool_metadata(loaded);
+  ASSERT_EQ(rec.stop(0), 0);
+  // Held until the recording ended: the file must not need them alive.
+  EXPECT_EQ(during.stop(SIGINT), 0);
+  EXPECT_EQ(before.stop(SIGINT), 0);
+
+  // What the workload's object declares, as bpftool printed it.
+  const std::map<std::string, std::string> declared = {{"workload", "bpfprof-workload burner"},
+                                                       {"kinds", "3"}};
+  EXPECT_EQ(want_start, declared);
+  EXPECT_EQ(want_loaded, declared);
+
+  RunResult rep =
+      run({kBin + "/bpfprof", "report", "-q", "-i", data, "--format", "json", "--instances"});
+  ASSERT_EQ(rep.exit_code, 0) << rep.err;
+  const Json report = Json::parse(rep.out);
+  std::map<uint32_t, std::map<std::string, std::string>> got;
+  for (const auto& p : report["programs"]) {
+    const uint32_t id = p["id"].get<uint32_t>();
+    if (id != at_start && id != loaded) continue;
+    got[id] = p["metadata"].get<std::map<std::string, std::string>>();
+    std::cout << "program " << id << " load_ns " << p["load_ns"] << " metadata "
+              << p["metadata"].dump() << "\n";
+    if (id == at_start) {
+      EXPECT_EQ(p["load_ns"], 0u) << "program " << id << " was there at start";
+    } else {
+      EXPECT_GT(p["load_ns"], 0u) << "program " << id << " was loaded during it";
+    }
+  }
+  ASSERT_EQ(got.size(), 2u) << "the report lists " << got.size() << " of programs " << at_start
+                            << " and " << loaded;
+  EXPECT_EQ(got[at_start], want_start);
+  EXPECT_EQ(got[loaded], want_loaded);
+
+  RunResult verbose = run({kBin + "/bpfprof", "report", "-q", "-v", "-i", data, "--instances"});
+  ASSERT_EQ(verbose.exit_code, 0) << verbose.err;
+  EXPECT_NE(verbose.out.find("metadata: workload = bpfprof-workload burner"), std::string::npos)
+      << verbose.out.substr(0, 4000);
+  EXPECT_NE(verbose.out.find("metadata: kinds = 3"), std::string::npos);
+
+  // perf 6.1 reads the file silently (248 is a section it skips, and an
+  // in-stream record of a type it skips).
+  RunResult perf_report = run({"perf", "report", "--stdio", "-i", data});
+  EXPECT_EQ(perf_report.exit_code, 0) << perf_report.err;
+  EXPECT_EQ(perf_report.err, "") << "perf report warned";
+  RunResult perf_script = run({"perf", "script", "-i", data});
+  EXPECT_EQ(perf_script.exit_code, 0) << perf_script.err;
+  EXPECT_EQ(perf_script.err, "") << "perf script warned";
+}
+
+}  // namespace
+}  // namespace bpfprof::testing
