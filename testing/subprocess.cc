@@ -156,6 +156,19 @@ std::string read_file_text(const std::string& path) {
   return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
+bool wait_for_data(const std::string& path) {
+  for (int i = 0; i < 100; i++) {
+    // The header's data section: {offset, size} at bytes 40 and 48.
+    char header[56] = {};
+    std::ifstream in(path, std::ios::binary);
+    uint64_t data_size = 0;
+    if (in.read(header, sizeof header)) std::memcpy(&data_size, header + 48, sizeof data_size);
+    if (data_size > 0) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return false;
+}
+
 TempDir::TempDir() {
   const char* base = getenv("TMPDIR");
   std::string tmpl = std::string(base && *base ? base : "/tmp") + "/bpfprof-test-XXXXXX";

@@ -48,6 +48,9 @@ class Background {
 std::vector<std::byte> read_file_bytes(const std::string& path);
 // The same as a string.
 std::string read_file_text(const std::string& path);
+// Waits up to 10 s until the perf.data a recorder writes at `path` has data:
+// its header's data size is set once the recorder finished a round.
+bool wait_for_data(const std::string& path);
 
 // A fresh directory under $TMPDIR removed (recursively) on destruction.
 class TempDir {

@@ -50,18 +50,6 @@ uint32_t ready_id(Background& hold) {
   return line.empty() ? 0 : static_cast<uint32_t>(std::stoul(line.substr(6)));
 }
 
-// Waits until `data`'s header says a round is in (the recording's start).
-bool started(const std::string& data) {
-  for (int i = 0; i < 100; i++) {
-    std::vector<std::byte> b = read_file_bytes(data);
-    uint64_t data_size = 0;
-    if (b.size() >= 104) std::memcpy(&data_size, b.data() + 48, sizeof data_size);
-    if (data_size > 0) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  return false;
-}
-
 class MetadataKernelTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -80,7 +68,7 @@ TEST_F(MetadataKernelTest, ProgramsThereAtStartAndLoadedDuringShowBpftoolsMetada
 
   Background rec(
       {kBin + "/bpfprof", "record", "-q", "-a", "-F", "99", "-o", data, "--", "sleep", "2"});
-  ASSERT_TRUE(started(data)) << "the recorder never finished a round";
+  ASSERT_TRUE(wait_for_data(data)) << "the recorder never finished a round";
   Background during({kBin + "/bpfprof-workload", "--hold", "--quiet"});
   const uint32_t loaded = ready_id(during);
   ASSERT_NE(loaded, 0u);

@@ -292,25 +292,15 @@ TEST(SwitchOutputSignalTest, SigusrTwoSwitches) {
   const std::string data = dir.file("perf.data");
   Background recorder(
       {kBin + "/bpfprof", "record", "-a", "-F", "999", "-q", "--switch-output", "-o", data});
-  auto wait_for_round = [&] {
-    for (int i = 0; i < 100; i++) {
-      std::vector<std::byte> b = read_file_bytes(data);
-      uint64_t data_size = 0;
-      if (b.size() >= 104) std::memcpy(&data_size, b.data() + 48, sizeof data_size);
-      if (data_size > 0) return true;
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-    return false;
-  };
   for (int i = 0; i < 2; i++) {
-    ASSERT_TRUE(wait_for_round()) << "file " << i << " never got a round";
+    ASSERT_TRUE(wait_for_data(data)) << "file " << i << " never got a round";
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
     ASSERT_EQ(::kill(recorder.pid(), SIGUSR2), 0);
     for (int t = 0; t < 100 && switched_files(dir.path(), data).size() < size_t(i) + 1; t++) {
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
   }
-  ASSERT_TRUE(wait_for_round());
+  ASSERT_TRUE(wait_for_data(data));
   EXPECT_EQ(recorder.stop(SIGINT), 0);
   const std::vector<std::string> files = switched_files(dir.path(), data);
   ASSERT_EQ(files.size(), 3u);
