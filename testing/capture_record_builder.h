@@ -53,6 +53,22 @@ inline CaptureRecord capture_map_record(uint32_t prog, uint32_t i) {
   return capture_pod(m);
 }
 
+// One CAPTURE_MAP_VALUE of program `prog`, as the kernel side sends it (the
+// whole record, data[] past `bytes` zero): map `map_id`'s first bytes.
+inline CaptureRecord capture_value_record(uint32_t prog, uint32_t map_id, uint32_t btf_id,
+                                          uint32_t type_id, uint32_t value_size,
+                                          const std::vector<std::byte>& bytes) {
+  capture_map_value v{};
+  v.hdr = {CAPTURE_MAP_VALUE, prog};
+  v.map_id = map_id;
+  v.btf_id = btf_id;
+  v.btf_value_type_id = type_id;
+  v.value_size = value_size;
+  v.len = static_cast<uint32_t>(bytes.size());
+  std::memcpy(v.data, bytes.data(), bytes.size() < sizeof v.data ? bytes.size() : sizeof v.data);
+  return capture_pod(v);
+}
+
 // What the capture sends for one program of two 48-byte functions with
 // func_info (2), line_info and jited_line_info (3 each), its 40-byte BTF in
 // two pieces if btf_id != 0, and `nr_maps` maps (capture_map_record), in

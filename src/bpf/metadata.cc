@@ -104,6 +104,29 @@ bool may_hold_metadata(const MapInfo& m) {
   return m.type == BPF_MAP_TYPE_ARRAY && m.max_entries == 1 && m.key_size == 4 && m.value_size > 0;
 }
 
+std::optional<Metadata> metadata_from_value(const btf* b, uint32_t btf_value_type_id,
+                                            std::span<const std::byte> value, size_t* cut) {
+  const btf_type* sec = btf__type_by_id(b, btf_value_type_id);
+  if (sec == nullptr || !btf_is_datasec(sec) || name_of(b, sec->name_off) != ".rodata") {
+    return std::nullopt;
+  }
+  Metadata out;
+  const btf_var_secinfo* vars = btf_var_secinfos(sec);
+  for (uint16_t i = 0; i < btf_vlen(sec); ++i) {
+    const btf_type* var = btf__type_by_id(b, vars[i].type);
+    if (var == nullptr || !btf_is_var(var)) continue;
+    const std::string_view name = name_of(b, var->name_off);
+    if (!name.starts_with(kPrefix)) continue;
+    if (vars[i].offset > value.size() || vars[i].size > value.size() - vars[i].offset) {
+      if (cut != nullptr) ++*cut;
+      continue;
+    }
+    out.emplace_back(std::string(name.substr(kPrefix.size())),
+                     value_text(b, var->type, value.data() + vars[i].offset, vars[i].size));
+  }
+  return out;
+}
+
 Result<std::optional<Metadata>> read_rodata_metadata(uint32_t map_id) {
   const std::string who = "map " + std::to_string(map_id);
   UniqueFd fd(bpf_map_get_fd_by_id(map_id));
@@ -136,18 +159,7 @@ Result<std::optional<Metadata>> read_rodata_metadata(uint32_t map_id) {
     if (errno == ENOENT) return make_error(Errc::kNotFound, who + " has no value");
     return make_sys_error("bpf_map_lookup_elem of " + who, errno);
   }
-  Metadata out;
-  const btf_var_secinfo* vars = btf_var_secinfos(sec);
-  for (uint16_t i = 0; i < btf_vlen(sec); ++i) {
-    const btf_type* var = btf__type_by_id(b.get(), vars[i].type);
-    if (var == nullptr || !btf_is_var(var)) continue;
-    const std::string_view name = name_of(b.get(), var->name_off);
-    if (!name.starts_with(kPrefix)) continue;
-    if (vars[i].offset > value.size() || vars[i].size > value.size() - vars[i].offset) continue;
-    out.emplace_back(std::string(name.substr(kPrefix.size())),
-                     value_text(b.get(), var->type, value.data() + vars[i].offset, vars[i].size));
-  }
-  return std::optional<Metadata>(std::move(out));
+  return metadata_from_value(b.get(), info.btf_value_type_id, value);
 }
 
 }  // namespace bpfprof::bpf

@@ -7,8 +7,12 @@
 // `bpftool prog show` lists the same variables under "metadata".
 #pragma once
 
+#include <bpf/btf.h>
+
+#include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <span>
 
 #include "base/error.h"
 #include "bpf/prog_info.h"
@@ -19,13 +23,21 @@ namespace bpfprof::bpf {
 // the kernel: the others are not opened.
 bool may_hold_metadata(const MapInfo& m);
 
+// The bpf_metadata_* variables in `value`, a .rodata map's value whose type
+// is `btf_value_type_id` of `b`: none when that type is not the BTF section
+// ".rodata". `value` may be the value's first bytes only: a variable that
+// does not lie wholly inside is left out, and counted in `*cut` if given.
+std::optional<Metadata> metadata_from_value(const btf* b, uint32_t btf_value_type_id,
+                                            std::span<const std::byte> value,
+                                            size_t* cut = nullptr);
+
 // The bpf_metadata_* variables map `map_id` holds: none (an empty optional)
 // when it is not a .rodata map (its value type is not the BTF section
 // ".rodata"), an empty list when that section has no such variable.
 // kNotFound when the map is gone. Values: a char array as the string it
 // holds up to its NUL, an integer (or bool, or enum without a name for the
 // value) in decimal, an enum by its enumerator's name, anything else as
-// "0x" and the hex digits of its bytes.
+// "0x" and the hex digits of its bytes (metadata_from_value of its value).
 Result<std::optional<Metadata>> read_rodata_metadata(uint32_t map_id);
 
 }  // namespace bpfprof::bpf

@@ -84,6 +84,8 @@ class Capture {
   void take_bound_maps(std::map<uint32_t, std::vector<bpf::MapInfo>>& out) {
     records_.take_bound_maps(out);
   }
+  // The value captured of .rodata map `map_id`, or null.
+  const CapturedValue* map_value(uint32_t map_id) const { return records_.map_value(map_id); }
   // Readable when the capture wants a drain now: a program did not fit, or
   // the ring is half full. Nothing else wakes it. -1 after stop().
   int wake_fd() const;

@@ -7,13 +7,15 @@
 // .rodata arrays libbpf binds to them after the load by BPF_PROG_BIND_MAP).
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cstring>
+#include <string>
 #include <vector>
 
-#include <gtest/gtest.h>
-
+#include "bpf/metadata.h"
+#include "bpf/owned_btf.h"
 #include "bpf/query.h"
 #include "capture/capture.h"
 #include "testing/capture_kernel.h"
@@ -98,6 +100,43 @@ TEST(CaptureMapsKernelTest, CapturedMapsAreLibbpfsAndTheirAddressesTheJits) {
   EXPECT_GT(by_value, 0u);
   // libbpf bound .rodata to the programs after their load: captured at the bind.
   EXPECT_GT(bound, 0u);
+
+  // The .rodata value, copied when the map was captured: the bytes the map
+  // holds, and through the BTF captured with the programs the same
+  // metadata as the map read by id. Other arrays' values are not copied.
+  size_t values = 0;
+  bpf_map* map;
+  bpf_object__for_each_map(map, obj) {
+    const std::string name = bpf_map__name(map);
+    SCOPED_TRACE("map " + name);
+    bpf_map_info mi{};
+    __u32 len = sizeof mi;
+    ASSERT_EQ(bpf_obj_get_info_by_fd(bpf_map__fd(map), &mi, &len), 0);
+    const CapturedValue* v = capture->map_value(mi.id);
+    if (!name.ends_with(".rodata")) {
+      EXPECT_EQ(v, nullptr);
+      continue;
+    }
+    ASSERT_NE(v, nullptr);
+    values++;
+    EXPECT_EQ(v->btf_id, mi.btf_id);
+    EXPECT_EQ(v->btf_value_type_id, mi.btf_value_type_id);
+    EXPECT_EQ(v->value_size, mi.value_size);
+    ASSERT_EQ(v->bytes.size(), std::min<size_t>(mi.value_size, CAPTURE_VALUE_MAX));
+    std::vector<std::byte> now(mi.value_size);
+    const uint32_t key = 0;
+    ASSERT_EQ(bpf_map_lookup_elem(bpf_map__fd(map), &key, now.data()), 0);
+    EXPECT_TRUE(std::equal(v->bytes.begin(), v->bytes.end(), now.begin()));
+    ASSERT_EQ(capture->btfs().count(v->btf_id), 1u) << "the map's BTF is the programs'";
+    bpf::OwnedBtf b = bpf::parse_btf(capture->btfs().at(v->btf_id));
+    ASSERT_TRUE(b);
+    auto decoded = bpf::metadata_from_value(b.get(), v->btf_value_type_id, v->bytes);
+    auto by_id = bpf::read_rodata_metadata(mi.id);
+    ASSERT_TRUE(by_id.ok()) << by_id.error().to_string();
+    ASSERT_TRUE(decoded.has_value());
+    EXPECT_EQ(decoded, *by_id);
+  }
+  EXPECT_EQ(values, 1u);
   bpf_object__close(obj);
   capture->stop();
   EXPECT_EQ(capture->bad_records(), 0u);

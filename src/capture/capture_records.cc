@@ -2,6 +2,7 @@
 #include "capture/capture_records.h"
 
 #include <algorithm>
+#include <cstddef>
 #include <cstring>
 
 namespace bpfprof::capture {
@@ -145,6 +146,26 @@ void CaptureAssembler::add(std::span<const std::byte> rec) {
       maps.push_back(captured_map(m));
       return;
     }
+    case CAPTURE_MAP_VALUE: {
+      // Sized by its own len, never past the record, the bound or the value.
+      constexpr size_t head = offsetof(capture_map_value, data);
+      capture_map_value v{};
+      if (rec.size() < head) break;
+      std::memcpy(&v, rec.data(), head);
+      if (v.map_id == 0 || v.btf_value_type_id == 0 || v.len > CAPTURE_VALUE_MAX ||
+          v.len > v.value_size || rec.size() - head < v.len) {
+        break;
+      }
+      CapturedValue out;
+      out.map_id = v.map_id;
+      out.btf_id = v.btf_id;
+      out.btf_value_type_id = v.btf_value_type_id;
+      out.value_size = v.value_size;
+      const std::span<const std::byte> data = rec.subspan(head, v.len);
+      out.bytes.assign(data.begin(), data.end());
+      values_.try_emplace(v.map_id, std::move(out));
+      return;
+    }
     case CAPTURE_CHUNK: {
       capture_chunk c{};
       if (!read_pod(rec, c) || c.array >= CAPTURE_NR_ARRAYS || c.len > CAPTURE_CHUNK_MAX ||
@@ -264,6 +285,11 @@ void CaptureAssembler::take_bound_maps(std::map<uint32_t, std::vector<bpf::MapIn
       out[prog] = *it->second.maps;
   }
   maps_bound_.clear();
+}
+
+const CapturedValue* CaptureAssembler::map_value(uint32_t map_id) const {
+  auto it = values_.find(map_id);
+  return it == values_.end() ? nullptr : &it->second;
 }
 
 void CaptureAssembler::take_links(std::vector<CapturedLink>& links,

@@ -46,6 +46,18 @@ struct CapturedLink {
   bool has(uint32_t flag) const { return (flags & flag) != 0; }
 };
 
+// The value of a .rodata map as CAPTURE_MAP_VALUE copied it when the map was
+// captured: its first `bytes.size()` bytes (at most CAPTURE_VALUE_MAX) of
+// `value_size`, and the BTF type that describes it.
+struct CapturedValue {
+  uint32_t map_id = 0;
+  uint32_t btf_id = 0;
+  uint32_t btf_value_type_id = 0;
+  uint32_t value_size = 0;
+  std::vector<std::byte> bytes;
+  bool cut() const { return bytes.size() < value_size; }
+};
+
 class CaptureAssembler {
  public:
   // One record, any bytes: what does not parse is counted in bad_records()
@@ -74,6 +86,10 @@ class CaptureAssembler {
   // The whole map list of every captured program that BPF_PROG_BIND_MAP
   // added a map to since the last call (ProgInfo::maps is updated too).
   void take_bound_maps(std::map<uint32_t, std::vector<bpf::MapInfo>>& out);
+
+  // The value captured of .rodata map `map_id` (the first one: their
+  // loaders freeze them), or null.
+  const CapturedValue* map_value(uint32_t map_id) const;
 
   // One array as its pieces arrived; `gap`: a piece came out of order.
   struct Pieces {
@@ -107,6 +123,7 @@ class CaptureAssembler {
   std::set<uint32_t> loader_seen_;
   std::vector<std::pair<uint32_t, uint64_t>> loader_cgroups_;
   std::set<uint32_t> maps_bound_;  // programs whose map list grew since take_bound_maps
+  std::map<uint32_t, CapturedValue> values_;  // by map id
 };
 
 }  // namespace bpfprof::capture

@@ -105,6 +105,61 @@ TEST(CaptureAssemblerTest, AMapBoundAfterTheLoadJoinsTheProgramsList) {
   EXPECT_TRUE(bound.empty());
 }
 
+TEST(CaptureAssemblerTest, ARodataValueIsKeptByMapIdFirstCopyWins) {
+  CaptureAssembler a;
+  EXPECT_EQ(a.map_value(40), nullptr);
+  std::vector<std::byte> bytes(CAPTURE_VALUE_MAX);
+  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<std::byte>(i * 7);
+  a.add(testing::capture_value_record(7, 40, 3, 12, 2000, bytes));  // cut at the bound
+  std::vector<std::byte> whole = {std::byte{1}, std::byte{2}, std::byte{3}};
+  a.add(testing::capture_value_record(8, 41, 3, 12, 3, whole));
+  a.add(testing::capture_value_record(9, 41, 3, 12, 3, {std::byte{9}, std::byte{9}, std::byte{9}}));
+  EXPECT_EQ(a.bad_records(), 0u);
+  const CapturedValue* v = a.map_value(40);
+  ASSERT_NE(v, nullptr);
+  EXPECT_EQ(v->map_id, 40u);
+  EXPECT_EQ(v->btf_id, 3u);
+  EXPECT_EQ(v->btf_value_type_id, 12u);
+  EXPECT_EQ(v->value_size, 2000u);
+  EXPECT_EQ(v->bytes, bytes);
+  EXPECT_TRUE(v->cut());
+  const CapturedValue* w = a.map_value(41);
+  ASSERT_NE(w, nullptr);
+  EXPECT_EQ(w->bytes, whole);  // the first copy: a .rodata value is frozen
+  EXPECT_FALSE(w->cut());
+}
+
+TEST(CaptureAssemblerTest, ImpossibleValueSizesAreRejected) {
+  CaptureAssembler a;
+  const std::vector<std::byte> four(4, std::byte{0x5a});
+  // len above the bound: the record cannot hold it.
+  CaptureRecord over = testing::capture_value_record(7, 40, 3, 12, 4096, four);
+  reinterpret_cast<capture_map_value*>(over.data())->len = CAPTURE_VALUE_MAX + 1;
+  a.add(over);
+  // len above the value's own size.
+  a.add(testing::capture_value_record(7, 41, 3, 12, 2, four));
+  // A record shorter than its len says.
+  CaptureRecord shortened = testing::capture_value_record(7, 42, 3, 12, 4, four);
+  shortened.resize(offsetof(capture_map_value, data) + 3);
+  a.add(shortened);
+  // Shorter than its fixed fields.
+  CaptureRecord stub = testing::capture_value_record(7, 43, 3, 12, 4, four);
+  stub.resize(offsetof(capture_map_value, data) - 1);
+  a.add(stub);
+  // No map, or no BTF type for its value.
+  a.add(testing::capture_value_record(7, 0, 3, 12, 4, four));
+  a.add(testing::capture_value_record(7, 44, 3, 0, 4, four));
+  EXPECT_EQ(a.bad_records(), 6u);
+  for (uint32_t id = 40; id <= 44; ++id) EXPECT_EQ(a.map_value(id), nullptr) << id;
+  // Exactly len bytes after the fixed fields is enough.
+  CaptureRecord exact = testing::capture_value_record(7, 45, 3, 12, 4, four);
+  exact.resize(offsetof(capture_map_value, data) + 4);
+  a.add(exact);
+  EXPECT_EQ(a.bad_records(), 6u);
+  ASSERT_NE(a.map_value(45), nullptr);
+  EXPECT_EQ(a.map_value(45)->bytes, four);
+}
+
 TEST(CaptureAssemblerTest, AMissingOrMisplacedMapLeavesTheProgramIncomplete) {
   std::vector<CaptureRecord> lost = capture_program(7, 0, 0, 3);
   lost.erase(lost.end() - 3);  // map 1 never came: map 2 is out of order

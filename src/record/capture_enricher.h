@@ -72,6 +72,16 @@ class CaptureEnricher {
   // the last call: their whole lists (section 249 pieces extend a list).
   void take_bound_maps(perfdata::ProgramMaps& out) { capture_->take_bound_maps(out); }
 
+  // The value of .rodata map `map_id` as the capture copied it, or null;
+  // and the BTF of id `btf_id` captured (or read by id), or null.
+  const capture::CapturedValue* map_value(uint32_t map_id) const {
+    return capture_->map_value(map_id);
+  }
+  const bpf::BtfBlob* btf(uint32_t btf_id) const {
+    auto it = capture_->btfs().find(btf_id);
+    return it == capture_->btfs().end() ? nullptr : &it->second;
+  }
+
   // After stop(): what was collected.
   const EnrichmentStats& stats() const { return stats_; }
   std::map<uint32_t, bpf::ProgInfo>& infos() { return capture_->infos(); }

@@ -118,5 +118,17 @@ TEST(RecordSummaryTest, SaysTheCompressionRatioUnderZ) {
       << format_summary(s);
 }
 
+TEST(RecordSummaryTest, SaysMetadataGoneAndCutOnlyWhenThereIsAny) {
+  RecordStats s;
+  s.output = "m.data";
+  EXPECT_EQ(format_summary(s).find("metadata"), std::string::npos) << format_summary(s);
+  s.metadata_gone = 2;
+  s.metadata_cut = 3;
+  EXPECT_NE(format_summary(s).find(" enriched (2 with metadata gone first) (3 metadata variables "
+                                   "past the captured value),"),
+            std::string::npos)
+      << format_summary(s);
+}
+
 }  // namespace
 }  // namespace bpfprof::record

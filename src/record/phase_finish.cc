@@ -179,6 +179,7 @@ RecordStats Recorder::figures(const DrainCounters& c, EnrichmentStats enrichment
   }
   stats.bpf_gone = bpf_.gone + stats.enrichment.gone();
   stats.metadata_gone = metadata_gone_;
+  stats.metadata_cut = metadata_cut_;
   stats.trampolines = bpf_.trampolines;
   stats.stop_reason = *stop_;
   stats.stop_signal = loop_->stop_signal();

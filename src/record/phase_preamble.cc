@@ -7,6 +7,7 @@
 #include <set>
 
 #include "bpf/metadata.h"
+#include "bpf/owned_btf.h"
 #include "host/vdso.h"
 #include "perfdata/features.h"
 #include "record/phases.h"
@@ -22,6 +23,25 @@ std::set<uint32_t> live_prog_loads(EventSet& events) {
 
 }  // namespace
 
+Result<std::optional<bpf::Metadata>> Recorder::rodata_metadata(const bpf::MapInfo& m) {
+  // The capture copied the value when the map was captured, so a program
+  // unloaded before this pass still has it; its BTF is normally the
+  // program's, captured with it.
+  const capture::CapturedValue* v = in_kernel_ ? in_kernel_->map_value(m.id) : nullptr;
+  const bpf::BtfBlob* blob = v ? in_kernel_->btf(v->btf_id) : nullptr;
+  const bpf::OwnedBtf b = blob ? bpf::parse_btf(*blob) : nullptr;
+  if (!b) return bpf::read_rodata_metadata(m.id);
+  size_t cut = 0;
+  std::optional<bpf::Metadata> captured =
+      bpf::metadata_from_value(b.get(), v->btf_value_type_id, v->bytes, &cut);
+  if (cut == 0) return captured;
+  // Variables past the bytes copied: the map by id, while it is loaded.
+  auto whole = bpf::read_rodata_metadata(m.id);
+  if (whole.ok() || whole.error().code != Errc::kNotFound) return whole;
+  metadata_cut_ += cut;
+  return captured;
+}
+
 Status Recorder::hand_metadata(const perfdata::ProgramMaps& maps) {
   perfdata::ProgramMetadata learned;
   for (const auto& [prog, list] : maps) {
@@ -29,11 +49,13 @@ Status Recorder::hand_metadata(const perfdata::ProgramMaps& maps) {
       if (!bpf::may_hold_metadata(m)) continue;
       auto [it, fresh] = rodata_.try_emplace(m.id);
       if (fresh) {
-        auto read = bpf::read_rodata_metadata(m.id);
+        auto read = rodata_metadata(m);
         if (read.ok()) {
           it->second = std::move(read).value();
         } else if (read.error().code == Errc::kNotFound) {
-          metadata_gone_++;
+          // Only a .rodata map (libbpf: `<obj>.rodata`) counts: libbpf's
+          // feature probes load arrays of one value without metadata.
+          if (m.name.ends_with(".rodata")) metadata_gone_++;
         } else if (sink_.notice) {
           sink_.notice("the metadata of program " + std::to_string(prog) +
                        " is not stored: " + read.error().to_string());

@@ -89,10 +89,13 @@ class Recorder {
   Status write_early_features(host::Snapshot& snapshot);
   Status end_pass(bool copied);
   // The bpf_metadata_* variables of the programs of `maps` (from their .rodata
-  // maps, read once per map: their values are frozen) that the current file
+  // maps, once per map: their values are frozen) that the current file
   // lacks: into its data as a section 248 piece, and into file_.metadata for
   // its close. A map gone first is counted, not an error.
   Status hand_metadata(const perfdata::ProgramMaps& maps);
+  // The metadata of .rodata map `m`: from the value the capture copied when
+  // the map was captured (decoded with the BTF it captured), else read by id.
+  Result<std::optional<bpf::Metadata>> rodata_metadata(const bpf::MapInfo& m);
   // --switch-output (phase_switch.cc): closes the current file complete,
   // renames it, and starts the next one.
   Status switch_output();
@@ -156,6 +159,7 @@ class Recorder {
   // .rodata metadata by map id (none: not a .rodata map, or not readable).
   std::map<uint32_t, std::optional<bpf::Metadata>> rodata_;
   size_t metadata_gone_ = 0;                         // maps gone before their metadata was read
+  size_t metadata_cut_ = 0;  // variables past a captured value's bytes, the map gone
   uint64_t compressed_in_ = 0, compressed_out_ = 0;  // -z, over every file closed
 
   std::unique_ptr<DrainLoop> loop_;

@@ -21,8 +21,12 @@ std::string format_summary(const RecordStats& s) {
   }
   // Programs whose bpf_metadata_* variables were not stored: unloaded, their
   // .rodata map gone, before the pass that handed them.
-  const std::string metadata =
+  std::string metadata =
       s.metadata_gone > 0 ? fmt::format(" ({} with metadata gone first)", s.metadata_gone) : "";
+  // Variables past the value bytes the capture copied, their map gone too.
+  if (s.metadata_cut > 0) {
+    metadata += fmt::format(" ({} metadata variables past the captured value)", s.metadata_cut);
+  }
   // --switch-output: the samples are those of every file, the size the last one's.
   const std::string files = s.files > 1 ? fmt::format("{} files, the last ", s.files) : "";
   return fmt::format(

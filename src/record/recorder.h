@@ -41,6 +41,9 @@ struct RecordStats {
   size_t bpf_enriched = 0;     // distinct programs with stored info
   size_t bpf_gone = 0;         // unloaded before their info could be read
   size_t metadata_gone = 0;    // .rodata maps gone before their metadata was read
+  // bpf_metadata_* variables past the bytes the capture copied of a .rodata
+  // value (CAPTURE_VALUE_MAX) whose map was gone before it could be read whole
+  size_t metadata_cut = 0;
   size_t trampolines = 0;
   EnrichmentStats enrichment;
   StopReason stop_reason = StopReason::kDuration;

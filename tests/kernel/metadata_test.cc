@@ -6,16 +6,21 @@
 // from before the recording starts (read by id at start), another is loaded
 // during it (captured at load; its .rodata map read at the pass that hands
 // it). The report lists both programs' variables in JSON and under -v, and
-// perf 6.1 reads the file without a word.
+// perf 6.1 reads the file without a word. Programs that live a few
+// milliseconds, unloaded before the pass that hands them, keep theirs too:
+// the capture copies the .rodata value when the map is captured.
 
 #include <gtest/gtest.h>
 #include <signal.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -114,6 +119,82 @@ TEST_F(MetadataKernelTest, ProgramsThereAtStartAndLoadedDuringShowBpftoolsMetada
 
   // perf 6.1 reads the file silently (248 is a section it skips, and an
   // in-stream record of a type it skips).
+  RunResult perf_report = run({"perf", "report", "--stdio", "-i", data});
+  EXPECT_EQ(perf_report.exit_code, 0) << perf_report.err;
+  EXPECT_EQ(perf_report.err, "") << "perf report warned";
+  RunResult perf_script = run({"perf", "script", "-i", data});
+  EXPECT_EQ(perf_script.exit_code, 0) << perf_script.err;
+  EXPECT_EQ(perf_script.err, "") << "perf script warned";
+}
+
+TEST_F(MetadataKernelTest, ShortLivedProgramsKeepTheirMetadata) {
+  TempDir dir;
+  const std::string data = dir.file("short.data");
+  const std::string truth_path = dir.file("truth.json");
+  // One program of the same object held alive: what bpftool prints for it.
+  Background held({kBin + "/bpfprof-workload", "--hold", "--quiet"});
+  const uint32_t held_id = ready_id(held);
+  ASSERT_NE(held_id, 0u);
+  const auto want = bpftool_metadata(held_id);
+  EXPECT_EQ(held.stop(SIGINT), 0);
+  ASSERT_EQ(want, (std::map<std::string, std::string>{{"workload", "bpfprof-workload burner"},
+                                                      {"kinds", "3"}}));
+
+  // 60 burner programs of 2 and 5 ms, each unloaded long before the
+  // recorder's next pass could read its .rodata map.
+  RunResult rec = run({kBin + "/bpfprof",
+                       "record",
+                       "-a",
+                       "-F",
+                       "99",
+                       "-o",
+                       data,
+                       "--",
+                       kBin + "/bpfprof-workload",
+                       "--programs",
+                       "60",
+                       "--lifetime",
+                       "2ms,5ms",
+                       "--subprog-programs",
+                       "0",
+                       "--long-lived",
+                       "50ms",
+                       "--quiet",
+                       "--truth",
+                       truth_path});
+  ASSERT_EQ(rec.exit_code, 0) << rec.err;
+  std::cout << rec.err;
+  // No .rodata map was gone before its metadata was stored (programs other
+  // loaders of the host load are captured the same way).
+  EXPECT_EQ(rec.err.find("metadata gone first"), std::string::npos) << rec.err;
+  EXPECT_EQ(rec.err.find("past the captured value"), std::string::npos) << rec.err;
+
+  std::ifstream truth_file(truth_path);
+  const Json truth = Json::parse(truth_file);
+  std::set<uint32_t> loaded;
+  for (const auto& p : truth["programs"]) loaded.insert(p["id"].get<uint32_t>());
+  ASSERT_GE(loaded.size(), 61u);
+
+  RunResult rep =
+      run({kBin + "/bpfprof", "report", "-q", "-i", data, "--format", "json", "--instances"});
+  ASSERT_EQ(rep.exit_code, 0) << rep.err;
+  const Json report = Json::parse(rep.out);
+  size_t listed = 0, with_metadata = 0;
+  for (const auto& p : report["programs"]) {
+    const uint32_t id = p["id"].get<uint32_t>();
+    if (!loaded.count(id)) continue;
+    listed++;
+    const auto got = p.contains("metadata")
+                         ? p["metadata"].get<std::map<std::string, std::string>>()
+                         : std::map<std::string, std::string>{};
+    EXPECT_EQ(got, want) << "program " << id;
+    if (got == want) with_metadata++;
+  }
+  std::printf("short-lived metadata: %zu of %zu programs loaded during the recording\n",
+              with_metadata, loaded.size());
+  EXPECT_EQ(listed, loaded.size());
+  EXPECT_EQ(with_metadata, loaded.size());
+
   RunResult perf_report = run({"perf", "report", "--stdio", "-i", data});
   EXPECT_EQ(perf_report.exit_code, 0) << perf_report.err;
   EXPECT_EQ(perf_report.err, "") << "perf report warned";

@@ -21,6 +21,9 @@
  * into `missed` as CAPTURE_MISSED_LINK (its link id; the recorder queries it).
  * Per map bound to a program by BPF_PROG_BIND_MAP: one CAPTURE_MAP with
  * index CAPTURE_MAP_BOUND at the syscall's exit.
+ * After a CAPTURE_MAP of a `<obj>.rodata` map (an array of one value with
+ * BTF), at the load or at BPF_PROG_BIND_MAP: one CAPTURE_MAP_VALUE with the
+ * first CAPTURE_VALUE_MAX bytes of its value, once per map in the recording.
  * Per program run through BPF_PROG_TEST_RUN: one CAPTURE_TEST_RUN, the first
  * time in the recording.
  */
@@ -38,6 +41,7 @@ enum capture_kind {
 	CAPTURE_MISSED_LINK = 6, /* in `missed`: a link whose CAPTURE_LINK did not fit */
 	CAPTURE_TEST_RUN = 7, /* a program run by BPF_PROG_TEST_RUN (first run only) */
 	CAPTURE_MAP = 8,      /* one map a program uses */
+	CAPTURE_MAP_VALUE = 9, /* the value of a .rodata map, as the map was captured */
 };
 
 /* Which array a CAPTURE_CHUNK belongs to. */
@@ -128,6 +132,24 @@ struct capture_map {
 	__u64 addr;       /* the struct bpf_map: what the JIT loads for a map reference */
 	__u64 value_addr; /* an array map's first value (direct value access), else 0 */
 	char name[16];
+};
+
+/* Most value bytes one CAPTURE_MAP_VALUE carries (a longer value is cut). */
+#define CAPTURE_VALUE_MAX 512
+
+/* The value (key 0) of a .rodata map, copied where CAPTURE_MAP found it
+ * (hdr.id: the program the map was captured for). Its own kind, so a reader
+ * that predates it skips it; `len` says how many bytes of `data` hold the
+ * value and a reader rejects len > CAPTURE_VALUE_MAX or len > value_size. */
+struct capture_map_value {
+	struct capture_header hdr;
+	__u32 map_id;
+	__u32 btf_id;            /* the map's BTF (map->btf->id) */
+	__u32 btf_value_type_id; /* its value's type in that BTF */
+	__u32 value_size;        /* the whole value's size */
+	__u32 len;               /* bytes of data[] copied: min(value_size, CAPTURE_VALUE_MAX) */
+	__u32 pad;
+	__u8 data[CAPTURE_VALUE_MAX];
 };
 
 /* CAPTURE_MISSED: a program not captured whole, and its loader's cgroup. */

@@ -30,6 +30,8 @@ struct bpf_map {
 	__u32 map_flags;
 	__u32 id;
 	char name[16];
+	struct btf *btf;
+	__u32 btf_value_type_id;
 } CORE;
 
 /* An array map: its values start at `value` (direct value access loads

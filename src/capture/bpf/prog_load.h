@@ -64,10 +64,81 @@ struct map_ctx {
 	__u32 failed;
 };
 
+/* Whether a map's 16-byte name ends in ".rodata" (libbpf: `<obj>.rodata`). */
+static __always_inline int rodata_name(const char *name)
+{
+	int at;
+
+	for (at = 0; at + 7 <= 16; at++) {
+		if (at + 7 < 16 && name[at + 7])
+			continue;
+		if (name[at] == '.' && name[at + 1] == 'r' && name[at + 2] == 'o' &&
+		    name[at + 3] == 'd' && name[at + 4] == 'a' && name[at + 5] == 't' &&
+		    name[at + 6] == 'a')
+			return 1;
+	}
+	return 0;
+}
+
+/*
+ * The value of `m`, a .rodata map (an array of one value with BTF), once per
+ * map: its bpf_metadata_* variables for a program that may be unloaded
+ * before user space could read them. At most CAPTURE_VALUE_MAX bytes.
+ */
+static __noinline int send_value(__u32 prog_id, struct bpf_map *m, const char *name)
+{
+	struct capture_map_value *r;
+	__u32 map_id, size, type_id, len;
+	__u8 one = 1;
+
+	if (!m || BPF_CORE_READ(m, map_type) != BPF_MAP_TYPE_ARRAY ||
+	    BPF_CORE_READ(m, max_entries) != 1)
+		return 0;
+	type_id = BPF_CORE_READ(m, btf_value_type_id);
+	if (!type_id || !rodata_name(name))
+		return 0;
+	map_id = BPF_CORE_READ(m, id);
+	if (bpf_map_lookup_elem(&value_sent, &map_id))
+		return 0;
+	r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
+	if (!r) {
+		struct capture_counters *n = count();
+
+		if (n)
+			__sync_fetch_and_add(&n->lost_records, 1);
+		return -1;
+	}
+	size = BPF_CORE_READ(m, value_size);
+	len = size;
+	if (len > CAPTURE_VALUE_MAX)
+		len = CAPTURE_VALUE_MAX;
+	r->hdr.kind = CAPTURE_MAP_VALUE;
+	r->hdr.id = prog_id;
+	r->map_id = map_id;
+	r->btf_id = BPF_CORE_READ(m, btf, id);
+	r->btf_value_type_id = type_id;
+	r->value_size = size;
+	r->len = len;
+	r->pad = 0;
+	if (bpf_probe_read_kernel(r->data, len,
+				  (void *)m + bpf_core_field_offset(struct bpf_array, value))) {
+		struct capture_counters *n = count();
+
+		if (n)
+			__sync_fetch_and_add(&n->read_errors, 1);
+		bpf_ringbuf_discard(r, BPF_RB_NO_WAKEUP);
+		return -1;
+	}
+	bpf_ringbuf_submit(r, BPF_RB_NO_WAKEUP);
+	bpf_map_update_elem(&value_sent, &map_id, &one, BPF_ANY);
+	return 0;
+}
+
 /* Map `m` of program `prog_id`: its fields and where it lies; 0 when sent. */
 static __noinline int send_map(__u32 prog_id, __u32 index, struct bpf_map *m)
 {
 	struct capture_map *r;
+	char name[16];
 
 	if (!m)
 		return -1;
@@ -94,11 +165,15 @@ static __noinline int send_map(__u32 prog_id, __u32 index, struct bpf_map *m)
 	r->value_addr = r->type == BPF_MAP_TYPE_ARRAY
 				? (__u64)m + bpf_core_field_offset(struct bpf_array, value)
 				: 0;
-	if (bpf_core_read(r->name, sizeof(r->name), &m->name)) {
+	if (bpf_core_read(name, sizeof(name), &m->name)) {
 		bpf_ringbuf_discard(r, BPF_RB_NO_WAKEUP);
 		return -1;
 	}
+	__builtin_memcpy(r->name, name, sizeof(name));
 	bpf_ringbuf_submit(r, BPF_RB_NO_WAKEUP);
+	/* After the map's record; a value that did not go is not the
+	 * program's capture failing (user space reads the map by id). */
+	send_value(prog_id, m, name);
 	return 0;
 }
 

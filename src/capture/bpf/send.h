@@ -71,6 +71,15 @@ struct {
 	__type(value, __u8);
 } btf_sent SEC(".maps");
 
+/* Maps whose CAPTURE_MAP_VALUE this recording has sent (.rodata values are
+ * frozen by their loader: one copy is the value). */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, __u8);
+} value_sent SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
