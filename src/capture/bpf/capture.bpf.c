@@ -37,7 +37,6 @@ int capture_enter(struct sys_enter_ctx *ctx)
 
 	if (p.cmd == CMD_PROG_TEST_RUN) {
 		struct capture_test_run t = { .hdr = { .kind = CAPTURE_TEST_RUN } };
-		struct capture_counters *n;
 		struct bpf_prog *prog;
 		__u32 fd = 0;
 		__u8 one = 1;
@@ -51,9 +50,7 @@ int capture_enter(struct sys_enter_ctx *ctx)
 			return 0;
 		t.time = bpf_ktime_get_ns();
 		if (bpf_ringbuf_output(&events, &t, sizeof(t), BPF_RB_NO_WAKEUP)) {
-			n = count();
-			if (n)
-				__sync_fetch_and_add(&n->lost_records, 1);
+			count_lost();
 			return 0;
 		}
 		bpf_map_update_elem(&test_run_sent, &t.hdr.id, &one, BPF_ANY);

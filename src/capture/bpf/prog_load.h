@@ -32,10 +32,7 @@ static long func_cb(__u32 i, void *arg)
 	len = BPF_CORE_READ(f, jited_len);
 	r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
 	if (!r) {
-		struct capture_counters *n = count();
-
-		if (n)
-			__sync_fetch_and_add(&n->lost_records, 1);
+		count_lost();
 		c->failed = 1;
 		return 1;
 	}
@@ -102,10 +99,7 @@ static __noinline int send_value(__u32 prog_id, struct bpf_map *m, const char *n
 		return 0;
 	r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
 	if (!r) {
-		struct capture_counters *n = count();
-
-		if (n)
-			__sync_fetch_and_add(&n->lost_records, 1);
+		count_lost();
 		return -1;
 	}
 	size = BPF_CORE_READ(m, value_size);
@@ -144,10 +138,7 @@ static __noinline int send_map(__u32 prog_id, __u32 index, struct bpf_map *m)
 		return -1;
 	r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
 	if (!r) {
-		struct capture_counters *n = count();
-
-		if (n)
-			__sync_fetch_and_add(&n->lost_records, 1);
+		count_lost();
 		return -1;
 	}
 	r->hdr.kind = CAPTURE_MAP;

@@ -94,6 +94,15 @@ static __always_inline struct capture_counters *count(void)
 	return bpf_map_lookup_elem(&counters, &zero);
 }
 
+/* Counts one record the ring had no room for. */
+static __always_inline void count_lost(void)
+{
+	struct capture_counters *n = count();
+
+	if (n)
+		__sync_fetch_and_add(&n->lost_records, 1);
+}
+
 /* One array being sent in pieces. */
 struct piece_ctx {
 	const __u8 *src;
