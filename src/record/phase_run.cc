@@ -35,8 +35,8 @@ Status Recorder::end_pass(bool copied) {
   if (!bound.empty()) {
     BPFPROF_TRY(writer.append_in_stream(perfdata::kFeatBpfprofMaps, perfdata::encode_maps(bound)));
   }
-  // Read now, while the programs are likely still loaded: their .rodata
-  // maps are among the maps captured at load or bound since.
+  // Their .rodata maps are among the maps captured at load or bound since:
+  // decoded from the value the capture copied then, else read by id now.
   BPFPROF_TRY(hand_metadata(perfdata::program_maps(infos)));
   BPFPROF_TRY(hand_metadata(bound));
   bool learned = !links.empty() || !loaders.empty();

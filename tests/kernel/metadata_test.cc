@@ -63,6 +63,17 @@ class MetadataKernelTest : public ::testing::Test {
   }
 };
 
+// perf 6.1 reads the file silently: 248 is a section it skips, and an
+// in-stream record of a type it skips.
+void expect_perf_reads_silently(const std::string& data) {
+  RunResult perf_report = run({"perf", "report", "--stdio", "-i", data});
+  EXPECT_EQ(perf_report.exit_code, 0) << perf_report.err;
+  EXPECT_EQ(perf_report.err, "") << "perf report warned";
+  RunResult perf_script = run({"perf", "script", "-i", data});
+  EXPECT_EQ(perf_script.exit_code, 0) << perf_script.err;
+  EXPECT_EQ(perf_script.err, "") << "perf script warned";
+}
+
 TEST_F(MetadataKernelTest, ProgramsThereAtStartAndLoadedDuringShowBpftoolsMetadata) {
   TempDir dir;
   const std::string data = dir.file("metadata.data");
@@ -117,14 +128,7 @@ TEST_F(MetadataKernelTest, ProgramsThereAtStartAndLoadedDuringShowBpftoolsMetada
       << verbose.out.substr(0, 4000);
   EXPECT_NE(verbose.out.find("metadata: kinds = 3"), std::string::npos);
 
-  // perf 6.1 reads the file silently (248 is a section it skips, and an
-  // in-stream record of a type it skips).
-  RunResult perf_report = run({"perf", "report", "--stdio", "-i", data});
-  EXPECT_EQ(perf_report.exit_code, 0) << perf_report.err;
-  EXPECT_EQ(perf_report.err, "") << "perf report warned";
-  RunResult perf_script = run({"perf", "script", "-i", data});
-  EXPECT_EQ(perf_script.exit_code, 0) << perf_script.err;
-  EXPECT_EQ(perf_script.err, "") << "perf script warned";
+  expect_perf_reads_silently(data);
 }
 
 TEST_F(MetadataKernelTest, ShortLivedProgramsKeepTheirMetadata) {
@@ -195,12 +199,7 @@ TEST_F(MetadataKernelTest, ShortLivedProgramsKeepTheirMetadata) {
   EXPECT_EQ(listed, loaded.size());
   EXPECT_EQ(with_metadata, loaded.size());
 
-  RunResult perf_report = run({"perf", "report", "--stdio", "-i", data});
-  EXPECT_EQ(perf_report.exit_code, 0) << perf_report.err;
-  EXPECT_EQ(perf_report.err, "") << "perf report warned";
-  RunResult perf_script = run({"perf", "script", "-i", data});
-  EXPECT_EQ(perf_script.exit_code, 0) << perf_script.err;
-  EXPECT_EQ(perf_script.err, "") << "perf script warned";
+  expect_perf_reads_silently(data);
 }
 
 }  // namespace
