@@ -80,11 +80,6 @@ asan_exclude='^bpfprof_package_test$'
 asan=${BPFPROF_ASAN_BUILD_DIR:-build-asan}
 BPFPROF_BUILD_DIR=$asan BPFPROF_CMAKE_ARGS=-DBPFPROF_SANITIZE=ON scripts/build.sh
 phase "ASan+UBSan build"
-ctest --test-dir "$asan" -j2 -E "$asan_exclude" --output-on-failure --timeout 900 2>&1 |
-  tee "$logs/asan" || status=$?
-check_skips "$logs/asan" "ASan+UBSan"
-phase "tests under ASan+UBSan: $(ctest_counts "$logs/asan")"
-
 # TSan: the tests whose code runs threads, and only their binaries (a TSan
 # tree costs a build of its own): the recorder with its enricher, capture and
 # tracefs thread (record module and kernel record tests), report's parallel
@@ -98,9 +93,25 @@ tsan_kernel=(src/record/bpfprof_record_kernel_test tests/bpfprof_kernel_record_t
 tsan_unit=(src/record/bpfprof_record_test tests/bpfprof_pipeline_test
            tests/golden/bpfprof_golden_test src/top/bpfprof_top_test)
 tsan_tests=("${tsan_kernel[@]}" "${tsan_unit[@]}")
-BPFPROF_BUILD_DIR=$tsan BPFPROF_CMAKE_ARGS=-DBPFPROF_TSAN=ON scripts/build.sh \
-  bpfprof bpfprof-workload "${tsan_tests[@]##*/}"
-phase "TSan build"
+# Its tree builds while the ASan+UBSan tests run, at low priority: on the CPU
+# they leave idle (a kernel test waits on the kernel and its recordings much
+# of its time, one at a time), not on theirs.
+BPFPROF_BUILD_DIR=$tsan BPFPROF_CMAKE_ARGS=-DBPFPROF_TSAN=ON nice -n 10 scripts/build.sh \
+  bpfprof bpfprof-workload "${tsan_tests[@]##*/}" >"$logs/tsan.build" 2>&1 &
+tsan_build=$!
+tsan_build_start=$SECONDS
+ctest --test-dir "$asan" -j2 -E "$asan_exclude" --output-on-failure --timeout 900 2>&1 |
+  tee "$logs/asan" || status=$?
+check_skips "$logs/asan" "ASan+UBSan"
+phase "tests under ASan+UBSan: $(ctest_counts "$logs/asan")"
+if ! wait "$tsan_build"; then
+  cat "$logs/tsan.build"
+  echo "test: FAILED: the TSan build"
+  printf '%s\n' "${summary[@]}" "total: $SECONDS s"
+  exit 1
+fi
+phase "TSan build, the part after the tests above (it began with them: $((SECONDS - tsan_build_start)) s)"
+
 # tsan_lane NAME BINARY...: runs each in turn from its directory (as ctest
 # does); the lane's report goes to $logs/tsan.NAME, one line per failure to
 # $logs/tsan.NAME.failed.
