@@ -15,11 +15,17 @@
 #include <vector>
 
 #include "analysis/session.h"
-#include "annotate/disasm.h"
 #include "base/error.h"
+#include "bpf/disasm.h"
 #include "bpf/prog_info.h"
 
 namespace bpfprof::annotate {
+
+// The disassembler lives in bpf/ (the recorder uses it too).
+using bpf::Arch;
+using bpf::arch_from_name;
+using bpf::disassemble;
+using bpf::Insn;
 
 // How the program was named on the command line. An id means one instance
 // (one load); a name, ksym or tag means every instance of that code (the same
