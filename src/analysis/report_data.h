@@ -103,7 +103,7 @@ struct ProgramRow {
   // Its bpf_metadata_* variables (name without the prefix, value) from a
   // BPF_METADATA record (perf 6.17+) and bpfprof's section 248, one list;
   // empty when the file has none for it.
-  std::vector<std::pair<std::string, std::string>> metadata;
+  bpf::Metadata metadata;
   // The maps it uses (section 249), in the kernel's order; none when the
   // recording does not say.
   std::optional<std::vector<bpf::MapInfo>> maps;

@@ -127,15 +127,30 @@ void name_call_targets(const symbols::Symbolizer& sym, const BpfProgram& p,
 
 // Each 64-bit immediate load of a map's address (a map reference: its
 // struct bpf_map; direct value access: an array map's value) named after
-// the map, from the maps the recording stored with the program.
-void name_map_loads(const bpf::ProgInfo& info, std::vector<AnnotatedFunction>& functions) {
+// the map, from the maps the recording stored with the program: on x86-64
+// the movabs, on arm64 the last instruction of the mov/movk sequence that
+// builds it.
+void name_map_loads(const bpf::ProgInfo& info, Arch arch,
+                    std::vector<AnnotatedFunction>& functions) {
   if (!info.maps || info.maps->empty()) return;
   for (AnnotatedFunction& f : functions) {
+    std::vector<AnnotatedInsn*> insns;
     for (LineBlock& b : f.blocks) {
-      for (AnnotatedInsn& i : b.insns) {
-        if (!i.target.empty()) continue;
-        if (const std::optional<uint64_t> imm = imm64_operand(i.text))
-          i.target = map_at(*info.maps, *imm);
+      for (AnnotatedInsn& i : b.insns) insns.push_back(&i);
+    }
+    if (arch == Arch::kArm64) {
+      std::vector<std::string> texts;
+      texts.reserve(insns.size());
+      for (const AnnotatedInsn* i : insns) texts.push_back(i->text);
+      for (const auto& [last, value] : arm64_imm64_loads(texts)) {
+        if (insns[last]->target.empty()) insns[last]->target = map_at(*info.maps, value);
+      }
+      continue;
+    }
+    for (AnnotatedInsn* i : insns) {
+      if (!i->target.empty()) continue;
+      if (const std::optional<uint64_t> imm = imm64_operand(i->text)) {
+        i->target = map_at(*info.maps, *imm);
       }
     }
   }
@@ -242,7 +257,7 @@ Result<Annotation> annotate(const analysis::Session& session, std::string_view q
       }
     }
     name_call_targets(sym, src, l.functions);
-    name_map_loads(*src.info, l.functions);
+    name_map_loads(*src.info, *arch, l.functions);
     l.has_lines = std::any_of(l.functions.begin(), l.functions.end(), [](const AnnotatedFunction& f) {
       return std::any_of(f.blocks.begin(), f.blocks.end(), [](const LineBlock& b) { return b.line.has_value(); });
     });

@@ -12,14 +12,21 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "analysis/session.h"
-#include "annotate/disasm.h"
 #include "base/error.h"
+#include "bpf/disasm.h"
 #include "bpf/prog_info.h"
 
 namespace bpfprof::annotate {
+
+// The disassembler lives in bpf/ (the recorder uses it too).
+using bpf::Arch;
+using bpf::arch_from_name;
+using bpf::disassemble;
+using bpf::Insn;
 
 // How the program was named on the command line. An id means one instance
 // (one load); a name, ksym or tag means every instance of that code (the same
@@ -112,6 +119,12 @@ std::optional<uint64_t> call_target(std::string_view text);
 // The immediate of a 64-bit immediate load ("movabs rdi, 0xffff888102f4c000"),
 // if `text` is one.
 std::optional<uint64_t> imm64_operand(std::string_view text);
+// arm64 code builds a 64-bit immediate in an x register: `mov xN, #imm`
+// (capstone's name for movz and movn, printing the value they give), then
+// up to three `movk xN, #imm16, lsl #16/32/48` each replacing 16 bits. For
+// each such sequence in `texts` (one function's instructions in order): the
+// index of its last instruction and the value it leaves in the register.
+std::vector<std::pair<size_t, uint64_t>> arm64_imm64_loads(std::span<const std::string> texts);
 // The map at `addr` among `maps`: "map[id:N name]" for its struct bpf_map,
 // "map[id:N name]+0xOFF" inside an array map's values; "" for none.
 std::string map_at(const std::vector<bpf::MapInfo>& maps, uint64_t addr);

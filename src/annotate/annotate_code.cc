@@ -3,15 +3,15 @@
 // disassembled, and grouped under source lines (jited_line_info gives the JIT
 // address of each line_info entry; the entry names the file and the line's
 // text by offsets into the BTF string section).
+#include <fmt/format.h>
 #include <linux/btf.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cstring>
 #include <map>
 #include <numeric>
 #include <utility>
-
-#include <fmt/format.h>
 
 #include "annotate/annotate.h"
 
@@ -189,6 +189,106 @@ std::optional<uint64_t> imm64_operand(std::string_view text) {
   const size_t at = text.rfind(", 0x");
   if (at == std::string_view::npos) return std::nullopt;
   return parse_hex64(text.substr(at + 4));
+}
+
+namespace {
+
+// "x5" or "x12" -> 5 / 12; nullopt for any other register ("w1", "sp", "xzr").
+std::optional<unsigned> x_register(std::string_view r) {
+  if (r.size() < 2 || r.size() > 3 || r[0] != 'x') return std::nullopt;
+  unsigned n = 0;
+  for (char c : r.substr(1)) {
+    if (c < '0' || c > '9') return std::nullopt;
+    n = n * 10 + static_cast<unsigned>(c - '0');
+  }
+  return n <= 30 ? std::optional<unsigned>(n) : std::nullopt;
+}
+
+// "#0x1234" or "#-0x1235" or "#12" -> its value as 64 bits.
+std::optional<uint64_t> arm64_imm(std::string_view s) {
+  if (!s.starts_with('#')) return std::nullopt;
+  s.remove_prefix(1);
+  const bool negative = s.starts_with('-');
+  if (negative) s.remove_prefix(1);
+  std::optional<uint64_t> v;
+  if (s.starts_with("0x")) {
+    v = parse_hex64(s.substr(2));
+  } else {
+    uint64_t n = 0;
+    auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), n);
+    if (ec == std::errc() && end == s.data() + s.size()) v = n;
+  }
+  if (!v) return std::nullopt;
+  return negative ? uint64_t{0} - *v : *v;
+}
+
+// One step of building an immediate in an x register.
+struct Arm64Move {
+  unsigned reg;
+  bool keep;       // movk: replaces 16 bits, keeps the rest
+  uint64_t value;  // mov: the whole value; movk: the 16 bits
+  unsigned shift;  // movk: where they go
+};
+
+// `mov xN, #imm` (capstone's alias for movz and movn, the value whole),
+// `movz`/`movn xN, #imm16, lsl #S`, `movk xN, #imm16[, lsl #S]`.
+std::optional<Arm64Move> arm64_move(std::string_view text) {
+  const size_t space = text.find(' ');
+  if (space == std::string_view::npos) return std::nullopt;
+  const std::string_view op = text.substr(0, space);
+  if (op != "mov" && op != "movz" && op != "movn" && op != "movk") return std::nullopt;
+  std::string_view rest = text.substr(space + 1);
+  std::string_view parts[3];
+  size_t n = 0;
+  while (n < 3) {
+    const size_t comma = rest.find(", ");
+    parts[n++] = rest.substr(0, comma);
+    if (comma == std::string_view::npos) break;
+    rest = rest.substr(comma + 2);
+  }
+  if (n < 2 || (n == 3 && rest.find(", ") != std::string_view::npos)) return std::nullopt;
+  const std::optional<unsigned> reg = x_register(parts[0]);
+  const std::optional<uint64_t> imm = arm64_imm(parts[1]);
+  if (!reg || !imm) return std::nullopt;
+  unsigned shift = 0;
+  if (n == 3) {
+    if (!parts[2].starts_with("lsl #")) return std::nullopt;
+    const std::optional<uint64_t> s = arm64_imm(parts[2].substr(4));
+    if (!s || (*s != 0 && *s != 16 && *s != 32 && *s != 48)) return std::nullopt;
+    shift = static_cast<unsigned>(*s);
+  }
+  if (op == "mov") {
+    if (n == 3) return std::nullopt;
+    return Arm64Move{*reg, false, *imm, 0};
+  }
+  if (*imm > 0xffff) return std::nullopt;
+  if (op == "movz") return Arm64Move{*reg, false, *imm << shift, 0};
+  if (op == "movn") return Arm64Move{*reg, false, ~(*imm << shift), 0};
+  return Arm64Move{*reg, true, *imm, shift};
+}
+
+}  // namespace
+
+std::vector<std::pair<size_t, uint64_t>> arm64_imm64_loads(std::span<const std::string> texts) {
+  std::vector<std::pair<size_t, uint64_t>> out;
+  std::optional<Arm64Move> open;  // the sequence being built: reg and value so far
+  size_t last = 0;
+  for (size_t i = 0; i <= texts.size(); ++i) {
+    const std::optional<Arm64Move> m = i < texts.size() ? arm64_move(texts[i]) : std::nullopt;
+    if (m && m->keep && open && m->reg == open->reg) {
+      const uint64_t mask = uint64_t{0xffff} << m->shift;
+      open->value = (open->value & ~mask) | (m->value << m->shift);
+      last = i;
+      continue;
+    }
+    if (open) out.emplace_back(last, open->value);
+    open.reset();
+    if (m && !m->keep) {
+      open = m;
+      last = i;
+    }
+  }
+  return out;
 }
 
 std::string map_at(const std::vector<bpf::MapInfo>& maps, uint64_t addr) {

@@ -265,5 +265,82 @@ TEST(AnnotateTest, ImmediateLoadsOfAMapsAddressNameTheMap) {
   EXPECT_EQ(map_at(maps, 0), "");
 }
 
+// arm64 instruction words (64-bit forms) for the immediate moves.
+uint32_t movz(unsigned rd, uint32_t imm16, unsigned shift) {
+  return 0xd2800000u | (shift / 16) << 21 | imm16 << 5 | rd;
+}
+uint32_t movn(unsigned rd, uint32_t imm16, unsigned shift) {
+  return 0x92800000u | (shift / 16) << 21 | imm16 << 5 | rd;
+}
+uint32_t movk(unsigned rd, uint32_t imm16, unsigned shift) {
+  return 0xf2800000u | (shift / 16) << 21 | imm16 << 5 | rd;
+}
+std::vector<uint8_t> words(std::initializer_list<uint32_t> ws) {
+  std::vector<uint8_t> out;
+  for (uint32_t w : ws) {
+    for (int i = 0; i < 4; ++i) out.push_back(static_cast<uint8_t>(w >> (8 * i)));
+  }
+  return out;
+}
+
+TEST(AnnotateTest, Arm64MovMovkSequencesNameTheMap) {
+  constexpr uint64_t kCounts = 0xffff0000c2345000;  // struct bpf_map
+  constexpr uint64_t kBss = 0xffff0000c2346150;     // an array map's first value
+  // As the arm64 JIT builds them: a kernel address with a fixed movn and
+  // three movk (emit_addr_mov_i64), and any value from its highest
+  // non-trivial piece down (emit_a64_mov_i64: movz or movn, then movk).
+  const std::vector<uint8_t> code =
+      words({movn(1, ~kCounts & 0xffff, 0), movk(1, (kCounts >> 16) & 0xffff, 16),
+             movk(1, (kCounts >> 32) & 0xffff, 32), movk(1, (kCounts >> 48) & 0xffff, 48),
+             0xaa0003e2,  // mov x2, x0: no immediate, ends nothing of x1's
+             movn(2, 0xffff - 0x0000, 32), movk(2, (kBss + 8) >> 16 & 0xffff, 16),
+             movk(2, (kBss + 8) & 0xffff, 0), movz(3, 0x1234, 16),
+             movk(4, 0x1, 0),  // movk of another register: not x3's
+             movz(5, 0x10, 0)});
+  auto insns = disassemble(Arch::kArm64, code, 0);
+  ASSERT_TRUE(insns.ok()) << insns.error().to_string();
+  std::vector<std::string> texts;
+  std::string listing;
+  for (const Insn& i : *insns) {
+    texts.push_back(i.text);
+    listing += i.text + "\n";
+  }
+  ASSERT_EQ(texts.size(), 11u) << listing;
+  for (size_t k : {0, 5, 8, 10}) {
+    EXPECT_TRUE(texts[k].starts_with("mov")) << listing;
+  }
+  const auto loads = arm64_imm64_loads(texts);
+  ASSERT_EQ(loads.size(), 4u) << listing;
+  EXPECT_EQ(loads[0], (std::pair<size_t, uint64_t>{3, kCounts})) << listing;
+  EXPECT_EQ(loads[1], (std::pair<size_t, uint64_t>{7, kBss + 8})) << listing;
+  EXPECT_EQ(loads[2], (std::pair<size_t, uint64_t>{8, 0x12340000})) << listing;
+  EXPECT_EQ(loads[3], (std::pair<size_t, uint64_t>{10, 0x10})) << listing;
+
+  const std::vector<bpf::MapInfo> maps = {
+      {14, BPF_MAP_TYPE_HASH, 4, 8, 1024, 0, "counts", kCounts, 0},
+      {15, BPF_MAP_TYPE_ARRAY, 4, 16, 1, 0, "prog.bss", 0xffff0000c2346000, kBss}};
+  EXPECT_EQ(map_at(maps, loads[0].second), "map[id:14 counts]");
+  EXPECT_EQ(map_at(maps, loads[1].second), "map[id:15 prog.bss]+0x8");
+}
+
+TEST(AnnotateTest, Arm64ImmediateTextsCapstoneMayPrint) {
+  const std::vector<std::string> texts = {"movz x7, #0xffff, lsl #48",
+                                          "movk x7, #0x1, lsl #16",
+                                          "movk x7, #0x2",
+                                          "mov x8, #-0x1",
+                                          "movk x8, #0x0, lsl #48",
+                                          "mov w9, #0x10",
+                                          "movk w9, #0x1, lsl #16",   // 32-bit: not a 64-bit load
+                                          "movk x10, #0x1, lsl #16",  // no mov first
+                                          "mov x11, #0x10",
+                                          "mov x11, #0x20"};  // two loads of one register
+  const auto loads = arm64_imm64_loads(texts);
+  ASSERT_EQ(loads.size(), 4u);
+  EXPECT_EQ(loads[0], (std::pair<size_t, uint64_t>{2, 0xffff000000010002}));
+  EXPECT_EQ(loads[1], (std::pair<size_t, uint64_t>{4, 0x0000ffffffffffff}));
+  EXPECT_EQ(loads[2], (std::pair<size_t, uint64_t>{8, 0x10}));
+  EXPECT_EQ(loads[3], (std::pair<size_t, uint64_t>{9, 0x20}));
+}
+
 }  // namespace
 }  // namespace bpfprof::annotate

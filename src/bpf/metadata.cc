@@ -58,15 +58,25 @@ std::string int_text(const std::byte* p, uint32_t size, bool is_signed) {
   }
 }
 
-// The text of one variable's value: `type_id` of `b`, `n` bytes at `p`.
-std::string value_text(const btf* b, uint32_t type_id, const std::byte* p, size_t n) {
+struct Value {
+  std::string text;
+  MetadataKind kind = MetadataKind::kText;
+};
+
+// One variable's value: `type_id` of `b`, `n` bytes at `p`. Its kind is
+// bpftool's JSON type for it: numbers for integers and enums without a name
+// for the value, booleans for _Bool, strings for the rest.
+Value value_of(const btf* b, uint32_t type_id, const std::byte* p, size_t n) {
   const int resolved = btf__resolve_type(b, type_id);
   const btf_type* t = resolved < 0 ? nullptr : btf__type_by_id(b, static_cast<uint32_t>(resolved));
-  if (t == nullptr) return hex_bytes(p, n);
+  if (t == nullptr) return {hex_bytes(p, n)};
   if (btf_is_int(t) && t->size <= n && btf_int_offset(t) == 0 && btf_int_bits(t) == t->size * 8) {
     const uint8_t enc = btf_int_encoding(t);
-    if (enc & BTF_INT_BOOL) return *p != std::byte{0} ? "true" : "false";
-    return int_text(p, t->size, (enc & BTF_INT_SIGNED) != 0);
+    if (enc & BTF_INT_BOOL) return {*p != std::byte{0} ? "true" : "false", MetadataKind::kBool};
+    std::string text = int_text(p, t->size, (enc & BTF_INT_SIGNED) != 0);
+    // A size int_text has no integer for is shown in hex: a string.
+    const MetadataKind kind = text.starts_with("0x") ? MetadataKind::kText : MetadataKind::kNumber;
+    return {std::move(text), kind};
   }
   if (btf_is_enum(t) && t->size <= n &&
       (t->size == 1 || t->size == 2 || t->size == 4 || t->size == 8)) {
@@ -75,10 +85,10 @@ std::string value_text(const btf* b, uint32_t type_id, const std::byte* p, size_
       std::memcpy(&v, p, 4);
       const struct btf_enum* e = btf_enum(t);
       for (uint16_t i = 0; i < btf_vlen(t); ++i) {
-        if (static_cast<uint32_t>(e[i].val) == v) return std::string(name_of(b, e[i].name_off));
+        if (static_cast<uint32_t>(e[i].val) == v) return {std::string(name_of(b, e[i].name_off))};
       }
     }
-    return int_text(p, t->size, btf_kflag(t));
+    return {int_text(p, t->size, btf_kflag(t)), MetadataKind::kNumber};
   }
   if (btf_is_array(t)) {
     const struct btf_array* a = btf_array(t);
@@ -92,10 +102,10 @@ std::string value_text(const btf* b, uint32_t type_id, const std::byte* p, size_
       for (size_t i = 0; i < len && printable; ++i) {
         printable = static_cast<unsigned char>(s[i]) >= 0x20 && s[i] != 0x7f;
       }
-      if (printable) return std::string(s, len);
+      if (printable) return {std::string(s, len)};
     }
   }
-  return hex_bytes(p, n);
+  return {hex_bytes(p, n)};
 }
 
 }  // namespace
@@ -121,8 +131,8 @@ std::optional<Metadata> metadata_from_value(const btf* b, uint32_t btf_value_typ
       if (cut != nullptr) ++*cut;
       continue;
     }
-    out.emplace_back(std::string(name.substr(kPrefix.size())),
-                     value_text(b, var->type, value.data() + vars[i].offset, vars[i].size));
+    Value v = value_of(b, var->type, value.data() + vars[i].offset, vars[i].size);
+    out.push_back(MetadataVar{std::string(name.substr(kPrefix.size())), std::move(v.text), v.kind});
   }
   return out;
 }

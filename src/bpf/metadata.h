@@ -35,9 +35,10 @@ std::optional<Metadata> metadata_from_value(const btf* b, uint32_t btf_value_typ
 // when it is not a .rodata map (its value type is not the BTF section
 // ".rodata"), an empty list when that section has no such variable.
 // kNotFound when the map is gone. Values: a char array as the string it
-// holds up to its NUL, an integer (or bool, or enum without a name for the
-// value) in decimal, an enum by its enumerator's name, anything else as
-// "0x" and the hex digits of its bytes (metadata_from_value of its value).
+// holds up to its NUL, an integer (or enum without a name for the value) in
+// decimal (a number), a bool as "true" or "false" (a boolean), an enum by
+// its enumerator's name, anything else as "0x" and the hex digits of its
+// bytes (strings; metadata_from_value of its value).
 Result<std::optional<Metadata>> read_rodata_metadata(uint32_t map_id);
 
 }  // namespace bpfprof::bpf

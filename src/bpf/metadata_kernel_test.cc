@@ -42,9 +42,9 @@ class MetadataTest : public ::testing::Test {
 };
 
 const Metadata kDeclared = {{"name", "metadata test"},
-                            {"negative", "-7"},
-                            {"big", "18446744073709551615"},
-                            {"on", "true"},
+                            {"negative", "-7", MetadataKind::kNumber},
+                            {"big", "18446744073709551615", MetadataKind::kNumber},
+                            {"on", "true", MetadataKind::kBool},
                             {"mode", "MODE_FAST"}};
 
 TEST_F(MetadataTest, RodataGivesTheDeclaredVariablesInOrder) {
@@ -71,18 +71,19 @@ TEST_F(MetadataTest, ValuesAreBpftools) {
   if (r.exit_code != 0) GTEST_SKIP() << "bpftool: " << r.err;
   const nlohmann::json p = nlohmann::json::parse(r.out);
   ASSERT_TRUE(p.contains("metadata")) << r.out;
-  std::map<std::string, std::string> want;
-  for (const auto& [key, value] : p["metadata"].items()) {
-    want[key] = value.is_string() ? value.get<std::string>() : value.dump();
-  }
-  std::map<std::string, std::string> got;
+  // Values and their JSON types: numbers and booleans as bpftool types them.
+  nlohmann::json got = nlohmann::json::object();
   for (const MapInfo& m : maps_) {
     if (!may_hold_metadata(m)) continue;
     auto read = read_rodata_metadata(m.id);
     ASSERT_TRUE(read.ok()) << read.error().to_string();
-    if (read->has_value()) got.insert((*read)->begin(), (*read)->end());
+    if (!read->has_value()) continue;
+    for (const MetadataVar& v : **read) {
+      got[v.name] =
+          v.kind == MetadataKind::kText ? nlohmann::json(v.value) : nlohmann::json::parse(v.value);
+    }
   }
-  EXPECT_EQ(got, want) << r.out;
+  EXPECT_EQ(got, p["metadata"]) << r.out;
 }
 
 TEST_F(MetadataTest, AMapGoneIsNotFound) {

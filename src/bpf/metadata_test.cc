@@ -53,7 +53,9 @@ TEST(MetadataFromValueTest, TheVariablesOfRodata) {
   size_t cut = 0;
   auto m = metadata_from_value(b.get(), static_cast<uint32_t>(sec), value_of_section(), &cut);
   ASSERT_TRUE(m.has_value());
-  EXPECT_EQ(*m, (Metadata{{"name", "probe one"}, {"count", "42"}, {"late", "7"}}));
+  EXPECT_EQ(*m, (Metadata{{"name", "probe one"},
+                          {"count", "42", MetadataKind::kNumber},
+                          {"late", "7", MetadataKind::kNumber}}));
   EXPECT_EQ(cut, 0u);
 }
 

@@ -24,11 +24,10 @@ bool add_map(std::vector<MapInfo>& maps, MapInfo m) {
 }
 
 void merge_metadata(Metadata& to, const Metadata& more) {
-  for (const auto& entry : more) {
-    // Not a structured binding: clang before 16 (the fuzz build's) cannot
-    // capture one in a lambda.
-    if (std::none_of(to.begin(), to.end(), [&](const auto& e) { return e.first == entry.first; })) {
-      to.push_back(entry);
+  for (const MetadataVar& var : more) {
+    if (std::none_of(to.begin(), to.end(),
+                     [&](const MetadataVar& e) { return e.name == var.name; })) {
+      to.push_back(var);
     }
   }
 }

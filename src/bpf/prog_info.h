@@ -40,10 +40,23 @@ bool add_map(std::vector<MapInfo>& maps, MapInfo m);
 // "type N" for a number it does not know.
 std::string map_type_name(uint32_t type);
 
-// A program's bpf_metadata_* variables, in their section's order: each name
-// without the prefix and its value as text (a string's characters, an
-// integer's decimal digits).
-using Metadata = std::vector<std::pair<std::string, std::string>>;
+// How a metadata value is written where types show (JSON), as `bpftool -j
+// prog show` writes it: a string, a number (the text is an integer's
+// decimal digits) or a boolean (the text is "true" or "false"); or a value
+// as another tool printed it (perf's BPF_METADATA records), of no known type:
+// a string in JSON, its text as it is (unquoted) in text.
+enum class MetadataKind : uint8_t { kText, kNumber, kBool, kPrinted };
+
+// One bpf_metadata_* variable: its name without the prefix and its value as
+// text (a string's characters, an integer's decimal digits).
+struct MetadataVar {
+  std::string name, value;
+  MetadataKind kind = MetadataKind::kText;
+  bool operator==(const MetadataVar&) const = default;
+};
+
+// A program's bpf_metadata_* variables, in their section's order.
+using Metadata = std::vector<MetadataVar>;
 
 // Appends the entries of `more` whose names `to` does not have yet.
 void merge_metadata(Metadata& to, const Metadata& more);

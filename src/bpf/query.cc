@@ -258,6 +258,26 @@ Result<std::vector<MapInfo>> read_prog_maps(int prog_fd) {
   return maps_by_id(std::span(ids, std::min(info.nr_map_ids, kMaxUsedMaps)), info.id);
 }
 
+Result<std::vector<bpf_insn>> read_xlated_insns(int prog_fd) {
+  // The length first, then the instructions: two calls, as a program does not
+  // change once loaded.
+  bpf_prog_info info{};
+  BPFPROF_TRY(get_info(prog_fd, info, "xlated length"));
+  const uint32_t len = info.xlated_prog_len;
+  if (len > kMaxArrayBytes) {
+    return make_error(Errc::kBadRecord, "program " + std::to_string(info.id) +
+                                            ": xlated_prog_len " + std::to_string(len));
+  }
+  std::vector<bpf_insn> insns(len / sizeof(bpf_insn));
+  if (insns.empty()) return insns;
+  info = bpf_prog_info{};
+  info.xlated_prog_len = static_cast<__u32>(insns.size() * sizeof(bpf_insn));
+  info.xlated_prog_insns = reinterpret_cast<uintptr_t>(insns.data());
+  BPFPROF_TRY(get_info(prog_fd, info, "xlated insns"));
+  insns.resize(std::min<size_t>(insns.size(), info.xlated_prog_len / sizeof(bpf_insn)));
+  return insns;
+}
+
 Result<ProgInfo> read_prog_info(int prog_fd, const std::vector<KallsymsEntry>& kallsyms,
                                 const BtfBlob* btf) {
   BPFPROF_ASSIGN_OR_RETURN(ProgInfo out, read_prog_info(prog_fd));

@@ -52,6 +52,9 @@ Result<ProgInfo> read_prog_info(int prog_fd, const bpf_prog_info& capacity, Read
 // (bpf_prog_info.map_ids, then bpf_map_info of each): no kernel address
 // (MapInfo::addr 0), which only the in-kernel capture reads.
 Result<std::vector<MapInfo>> read_prog_maps(int prog_fd);
+// The program's translated instructions (bpf_prog_info.xlated_prog_insns) as
+// the kernel dumps them: map loads show the map's id (bpf/map_loads.h).
+Result<std::vector<bpf_insn>> read_xlated_insns(int prog_fd);
 // The capacities read_prog_info(fd) starts with.
 bpf_prog_info default_capacity();
 // As above, plus ksym_names: taken from `kallsyms` where it has them and

@@ -13,6 +13,8 @@
 #include <memory>
 #include <string>
 
+#include "bpf/disasm.h"
+#include "bpf/map_loads.h"
 #include "bpf/query.h"
 #include "host/kernel_maps.h"
 #include "host/proc_maps.h"
@@ -22,6 +24,31 @@ namespace bpfprof::host {
 namespace {
 
 constexpr size_t kFlushBytes = 1 << 20;
+
+// The kernel addresses of the maps program `fd` loads, from its translated
+// instructions and its JIT image (bpf/map_loads.h): what the in-kernel
+// capture reads from struct bpf_map for programs loaded while it runs, and
+// what annotate names a movabs after. Whether every load was paired (false:
+// the maps keep no address). x86-64 only: the pairing knows that JIT's
+// registers and its movabs; an arm64 JIT builds a 64-bit value from
+// mov/movk, and on such a host these programs' maps are left without
+// addresses (not tried, not counted).
+#if defined(__x86_64__)
+bool pair_map_addresses(bpf::ProgInfo& info, int fd) {
+  auto xlated = bpf::read_xlated_insns(fd);
+  if (!xlated.ok()) return false;
+  auto insns = bpf::disassemble(bpf::Arch::kX86_64, info.jited_insns, 0);
+  if (!insns.ok()) return false;
+  std::vector<bpf::Movabs> movabs;
+  for (const bpf::Insn& i : *insns) {
+    if (auto m = bpf::parse_movabs(i.text)) movabs.push_back(std::move(*m));
+  }
+  const std::optional<bpf::MapAddresses> found = bpf::pair_map_loads_x86_64(*xlated, movabs);
+  if (!found) return false;
+  bpf::apply_map_addresses(*info.maps, *found);
+  return true;
+}
+#endif
 
 std::vector<int> numeric_entries(const std::string& dir) {
   std::vector<int> out;
@@ -276,6 +303,11 @@ Result<BpfSynthesis> synthesize_bpf(SynthBuffer& out, const std::vector<bpf::Kal
     }
     auto info = bpf::read_prog_info(fd->get(), buffers);
     if (!info.ok()) return bpf::explain_bpf_error(std::move(info).error());
+#if defined(__x86_64__)
+    if (info->maps && !info->maps->empty() && !pair_map_addresses(*info, fd->get())) {
+      result.maps_unpaired++;
+    }
+#endif
     const uint32_t btf_id = info->info.btf_id;
     if (btf_id && !btfs.count(btf_id)) {
       if (auto btf = bpf::read_btf(btf_id, buffers); btf.ok())

@@ -79,6 +79,10 @@ struct BpfSynthesis {
   std::vector<uint32_t> live;         // skipped: their PROG_LOAD is in the live stream
   size_t gone = 0;                    // enumerated but unloaded before their info was read
   size_t trampolines = 0;             // bpf_trampoline_* / bpf_dispatcher_* KSYMBOLs
+  // Programs with maps whose map loads could not be paired with their JIT
+  // image (bpf/map_loads.h): their maps have no kernel address, and annotate
+  // shows the raw movabs. Counted on x86-64 hosts only (elsewhere not tried).
+  size_t maps_unpaired = 0;
 };
 
 // Enumerates loaded programs, reads their info (and BTF), then asks

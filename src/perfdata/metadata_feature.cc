@@ -8,7 +8,8 @@
 namespace bpfprof::perfdata {
 namespace {
 
-constexpr uint32_t kVersion = 1;
+// 1: no kind (every value a string); 2 adds it.
+constexpr uint32_t kVersion = 2;
 
 void append_text(std::vector<std::byte>& out, std::string_view s) {
   const auto* p = reinterpret_cast<const std::byte*>(s.data());
@@ -32,11 +33,14 @@ std::vector<std::byte> encode_metadata(const ProgramMetadata& metadata) {
   for (const auto& [prog, entries] : metadata) {
     append_pod(out, prog);
     append_pod(out, static_cast<uint32_t>(entries.size()));
-    for (const auto& [name, value] : entries) {
-      const std::string_view n = std::string_view(name).substr(0, kMaxMetadataText);
-      const std::string_view v = std::string_view(value).substr(0, kMaxMetadataText);
+    for (const bpf::MetadataVar& var : entries) {
+      const std::string_view n = std::string_view(var.name).substr(0, kMaxMetadataText);
+      const std::string_view v = std::string_view(var.value).substr(0, kMaxMetadataText);
+      // A number cut short is no longer that number.
+      const bool cut = v.size() < var.value.size();
       append_pod(out, static_cast<uint32_t>(n.size()));
       append_pod(out, static_cast<uint32_t>(v.size()));
+      append_pod(out, static_cast<uint32_t>(cut ? bpf::MetadataKind::kText : var.kind));
       append_text(out, n);
       append_text(out, v);
       out.resize((out.size() + 3) / 4 * 4);
@@ -48,7 +52,7 @@ std::vector<std::byte> encode_metadata(const ProgramMetadata& metadata) {
 Status decode_metadata(Bytes section, uint64_t base, ProgramMetadata& out) {
   ByteCursor c(section, base);
   BPFPROF_ASSIGN_OR_RETURN(uint32_t version, c.u32("METADATA version"));
-  if (version != kVersion) {
+  if (version != 1 && version != kVersion) {
     return make_error_at(Errc::kUnsupported, base, "METADATA version " + std::to_string(version));
   }
   BPFPROF_ASSIGN_OR_RETURN(uint32_t programs, c.u32("METADATA programs"));
@@ -67,6 +71,10 @@ Status decode_metadata(Bytes section, uint64_t base, ProgramMetadata& out) {
       const uint64_t entry_at = c.absolute_pos();
       BPFPROF_ASSIGN_OR_RETURN(uint32_t name_len, c.u32("METADATA name_len"));
       BPFPROF_ASSIGN_OR_RETURN(uint32_t value_len, c.u32("METADATA value_len"));
+      uint32_t kind = 0;
+      if (version >= 2) {
+        BPFPROF_ASSIGN_OR_RETURN(kind, c.u32("METADATA kind"));
+      }
       if (name_len > kMaxMetadataText || value_len > kMaxMetadataText) {
         return make_error_at(Errc::kBadRecord, entry_at,
                              "METADATA variable of program " + std::to_string(prog) + ": name of " +
@@ -77,7 +85,12 @@ Status decode_metadata(Bytes section, uint64_t base, ProgramMetadata& out) {
       const size_t padded = (size_t{name_len} + value_len + 3) / 4 * 4;
       BPFPROF_ASSIGN_OR_RETURN(Bytes text, c.bytes(padded, "METADATA variable"));
       const char* s = reinterpret_cast<const char*>(text.data());
-      list.emplace_back(std::string(s, name_len), std::string(s + name_len, value_len));
+      // A kind this version does not know: the value as a string.
+      const auto k = kind <= static_cast<uint32_t>(bpf::MetadataKind::kPrinted)
+                         ? static_cast<bpf::MetadataKind>(kind)
+                         : bpf::MetadataKind::kText;
+      list.push_back(
+          bpf::MetadataVar{std::string(s, name_len), std::string(s + name_len, value_len), k});
     }
     bpf::merge_metadata(out[prog], list);
   }

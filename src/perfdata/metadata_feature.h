@@ -23,10 +23,12 @@ using ProgramMetadata = std::map<uint32_t, bpf::Metadata>;
 // The metadata of the programs of `progs` that have some.
 ProgramMetadata program_metadata(const std::vector<bpf::ProgInfo>& progs);
 
-// 248: u32 version (1), u32 programs,
+// 248: u32 version (2), u32 programs,
 //      programs x {u32 prog_id, u32 nr_entries,
-//                  nr_entries x {u32 name_len, u32 value_len, name, value,
-//                                zero padding to a multiple of 4}}.
+//                  nr_entries x {u32 name_len, u32 value_len, u32 kind,
+//                                name, value, zero padding to a multiple of 4}}.
+// kind: bpf::MetadataKind (0 string, 1 number, 2 boolean, 3 as printed by
+// another tool). Version 1 (read too) has no kind: every value a string.
 // Names and values are at most kMaxMetadataText bytes (longer values are
 // cut there by the writer).
 inline constexpr uint32_t kMaxMetadataText = 4096;

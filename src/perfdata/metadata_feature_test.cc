@@ -25,15 +25,20 @@ namespace {
 using bpfprof::testing::ByteVec;
 
 ProgramMetadata two_programs() {
-  return {{7, {{"version", "1.2.3"}, {"build", "42"}}}, {9, {{"owner", ""}}}};
+  return {{7, {{"version", "1.2.3"}, {"build", "42", bpf::MetadataKind::kNumber}}},
+          {9, {{"owner", ""}, {"on", "true", bpf::MetadataKind::kBool}}}};
 }
 
 TEST(MetadataFeatureTest, RoundTrip) {
   ProgramMetadata m = two_programs();
-  m[11] = {{"long", std::string(300, 'x')}, {"utf8", "gr\xc3\xbc\xc3\x9f"}};
+  m[11] = {{"long", std::string(300, 'x')},
+           {"utf8", "gr\xc3\xbc\xc3\x9f"},
+           {"printed", "\"1.2\"", bpf::MetadataKind::kPrinted}};
   const ByteVec bytes = encode_metadata(m);
-  // Header, three programs, five variables padded to 4.
-  EXPECT_EQ(bytes.size(), 8u + 3 * 8 + (8 + 12) + (8 + 8) + (8 + 8) + (8 + 304) + (8 + 12));
+  // Header, three programs, seven variables (12 bytes of sizes and kind, then
+  // the text padded to 4).
+  EXPECT_EQ(bytes.size(), 8u + 3 * 8 + (12 + 12) + (12 + 8) + (12 + 8) + (12 + 8) + (12 + 304) +
+                              (12 + 12) + (12 + 12));
   ProgramMetadata back;
   ASSERT_TRUE(decode_metadata(bytes, 0, back).ok());
   EXPECT_EQ(back, m);
@@ -44,15 +49,17 @@ TEST(MetadataFeatureTest, ALaterPieceAddsOnlyTheVariablesAProgramLacks) {
   ASSERT_TRUE(decode_metadata(encode_metadata(two_programs()), 0, out).ok());
   const ProgramMetadata later = {{7, {{"build", "43"}, {"commit", "abc"}}}};
   ASSERT_TRUE(decode_metadata(encode_metadata(later), 0, out).ok());
-  EXPECT_EQ(out.at(7), (bpf::Metadata{{"version", "1.2.3"}, {"build", "42"}, {"commit", "abc"}}));
-  EXPECT_EQ(out.at(9), (bpf::Metadata{{"owner", ""}}));
+  EXPECT_EQ(out.at(7), (bpf::Metadata{{"version", "1.2.3"},
+                                      {"build", "42", bpf::MetadataKind::kNumber},
+                                      {"commit", "abc"}}));
+  EXPECT_EQ(out.at(9), two_programs().at(9));
 }
 
 TEST(MetadataFeatureTest, TheWriterCutsValuesAtTheLimit) {
   const ProgramMetadata m = {{7, {{"big", std::string(kMaxMetadataText + 100, 'y')}}}};
   ProgramMetadata back;
   ASSERT_TRUE(decode_metadata(encode_metadata(m), 0, back).ok());
-  EXPECT_EQ(back.at(7).at(0).second, std::string(kMaxMetadataText, 'y'));
+  EXPECT_EQ(back.at(7).at(0).value, std::string(kMaxMetadataText, 'y'));
 }
 
 // Program 7's section, then a second program (id 8) whose first variable
@@ -65,12 +72,13 @@ ByteVec damaged(uint32_t nr, uint32_t name_len, uint32_t value_len) {
   append_pod(b, nr);
   append_pod(b, name_len);
   append_pod(b, value_len);
+  append_pod(b, uint32_t{0});  // kind
   b.resize(b.size() + 8);
   return b;
 }
 
 TEST(MetadataFeatureTest, ImpossibleSizesAreOneErrorAndKeepWhatCameBefore) {
-  const size_t program8_at = 8 + 8 + 8 + 8;  // header, program 7 and its variable
+  const size_t program8_at = 8 + 8 + 12 + 8;  // header, program 7 and its variable
   ProgramMetadata out;
   Status too_long = decode_metadata(damaged(1, 5000, 1), 1000, out);
   ASSERT_FALSE(too_long.ok());
@@ -86,7 +94,7 @@ TEST(MetadataFeatureTest, ImpossibleSizesAreOneErrorAndKeepWhatCameBefore) {
   Status too_many = decode_metadata(damaged(1u << 30, 1, 1), 0, out);
   ASSERT_FALSE(too_many.ok());
   EXPECT_EQ(too_many.error().offset, std::optional<uint64_t>(program8_at));
-  EXPECT_NE(too_many.error().message.find("1073741824 variables in 16 bytes"), std::string::npos)
+  EXPECT_NE(too_many.error().message.find("1073741824 variables in 20 bytes"), std::string::npos)
       << too_many.error().message;
   EXPECT_EQ(out.size(), 1u);
 
@@ -96,12 +104,45 @@ TEST(MetadataFeatureTest, ImpossibleSizesAreOneErrorAndKeepWhatCameBefore) {
   EXPECT_EQ(out.size(), 1u);
 
   out.clear();
-  ByteVec v2 = encode_metadata(two_programs());
-  v2[0] = std::byte{2};
-  Status version = decode_metadata(v2, 0, out);
+  ByteVec v3 = encode_metadata(two_programs());
+  v3[0] = std::byte{3};
+  Status version = decode_metadata(v3, 0, out);
   ASSERT_FALSE(version.ok());
-  EXPECT_NE(version.error().message.find("METADATA version 2"), std::string::npos);
+  EXPECT_NE(version.error().message.find("METADATA version 3"), std::string::npos);
   EXPECT_TRUE(out.empty());
+}
+
+TEST(MetadataFeatureTest, VersionOneHasNoKindsEveryValueAString) {
+  // As bpfprof wrote 248 before kinds: program 7, {"build", "42"}.
+  ByteVec b;
+  append_pod(b, uint32_t{1});
+  append_pod(b, uint32_t{1});
+  append_pod(b, uint32_t{7});
+  append_pod(b, uint32_t{1});
+  append_pod(b, uint32_t{5});
+  append_pod(b, uint32_t{2});
+  for (char c : std::string("build42")) b.push_back(static_cast<std::byte>(c));
+  b.resize(b.size() + 1);
+  ProgramMetadata out;
+  ASSERT_TRUE(decode_metadata(b, 0, out).ok());
+  EXPECT_EQ(out.at(7), (bpf::Metadata{{"build", "42", bpf::MetadataKind::kText}}));
+}
+
+TEST(MetadataFeatureTest, AKindThisVersionDoesNotKnowIsAString) {
+  ByteVec b = encode_metadata({{7, {{"build", "42", bpf::MetadataKind::kNumber}}}});
+  const uint32_t kind = 99;
+  std::memcpy(b.data() + 8 + 8 + 8, &kind, 4);
+  ProgramMetadata out;
+  ASSERT_TRUE(decode_metadata(b, 0, out).ok());
+  EXPECT_EQ(out.at(7), (bpf::Metadata{{"build", "42"}}));
+}
+
+TEST(MetadataFeatureTest, ANumberCutAtTheLimitIsAString) {
+  const ProgramMetadata m = {
+      {7, {{"n", std::string(kMaxMetadataText + 1, '1'), bpf::MetadataKind::kNumber}}}};
+  ProgramMetadata back;
+  ASSERT_TRUE(decode_metadata(encode_metadata(m), 0, back).ok());
+  EXPECT_EQ(back.at(7).at(0).kind, bpf::MetadataKind::kText);
 }
 
 ByteVec read_all(const std::string& path) {
@@ -129,7 +170,8 @@ ByteVec recording(bool close) {
   BPFPROF_CHECK(w->append_in_stream(kFeatBpfprofMetadata, encode_metadata(first)).ok());
   BPFPROF_CHECK(w->finish_round().ok());
   BPFPROF_CHECK(
-      w->append_in_stream(kFeatBpfprofMetadata, encode_metadata({{7, {{"build", "42"}}}})).ok());
+      w->append_in_stream(kFeatBpfprofMetadata, encode_metadata({{7, {two_programs()[7][1]}}}))
+          .ok());
   BPFPROF_CHECK(w->finish_round().ok());
   if (close) {
     Features f;

@@ -127,6 +127,12 @@ Result<host::BpfSynthesis> Recorder::write_file_start(host::Snapshot& snapshot) 
           snapshot, initial, [&] { return live_prog_loads(events); },
           [&](std::span<const std::byte> b) { return writer.append(b); }, sink_.notice));
   BPFPROF_TRY(writer.finish_round());
+  if (bpf.maps_unpaired > 0 && sink_.notice) {
+    sink_.notice(
+        fmt::format("{} program{} loaded before recording: map loads not paired with the JIT code "
+                    "(annotate shows their raw addresses)",
+                    bpf.maps_unpaired, bpf.maps_unpaired == 1 ? "" : "s"));
+  }
   // Who holds the programs there before us, where every program is
   // attached: listed now, into the data at once.
   host::ProgramPlaces places =

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // The JSON report: one object, keys in a fixed order (schema: docs/report.md, "JSON").
 #include <algorithm>
+#include <charconv>
 #include <cmath>
-
 #include <nlohmann/json.hpp>
 
 #include "base/diagnostics.h"
@@ -37,6 +37,26 @@ Json attach_details_json(const std::vector<analysis::ProgramRow::AttachDetail>& 
 }
 
 // A program's maps as bpftool names them; null when the recording does not say.
+// A metadata value typed as `bpftool -j prog show` types it: numbers and
+// booleans bare, the rest (and a number that does not parse) a string.
+Json metadata_value(const bpf::MetadataVar& v) {
+  const char* first = v.value.data();
+  const char* last = first + v.value.size();
+  if (v.kind == bpf::MetadataKind::kBool && (v.value == "true" || v.value == "false")) {
+    return v.value == "true";
+  }
+  if (v.kind == bpf::MetadataKind::kNumber && v.value.starts_with('-')) {
+    int64_t n = 0;
+    if (auto [end, ec] = std::from_chars(first, last, n); ec == std::errc() && end == last)
+      return n;
+  } else if (v.kind == bpf::MetadataKind::kNumber) {
+    uint64_t n = 0;
+    if (auto [end, ec] = std::from_chars(first, last, n); ec == std::errc() && end == last)
+      return n;
+  }
+  return v.value;
+}
+
 Json maps_json(const std::optional<std::vector<bpf::MapInfo>>& maps) {
   if (!maps) return Json(nullptr);
   Json out = Json::array();
@@ -92,7 +112,7 @@ Json programs_json(const analysis::ReportData& d, bool instances, bool cost_tota
                     {"xlated_len", p.xlated_len ? Json(*p.xlated_len) : Json(nullptr)},
                     {"verified_insns", p.verified_insns ? Json(*p.verified_insns) : Json(nullptr)}});
     Json metadata = Json::object();
-    for (const auto& [key, value] : p.metadata) metadata[key] = value;
+    for (const bpf::MetadataVar& v : p.metadata) metadata[v.name] = metadata_value(v);
     row["metadata"] = std::move(metadata);
     row["maps"] = maps_json(p.maps);
     if (d.enrichment && d.enrichment->bpf_stats) {

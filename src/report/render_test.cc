@@ -203,7 +203,7 @@ TEST_F(RenderTest, ProgramTableGroupsInstancesOfTheSameCode) {
   again.jited_len = 120;
   // Only this instance has stored info and metadata: the group shows its.
   again.kernel_name = "burn";
-  again.metadata = {{"version", "2"}};
+  again.metadata = {{"version", "2", bpf::MetadataKind::kNumber}};
   // Its maps are its own (a map shared with the first instance is listed once).
   again.maps->push_back({15, BPF_MAP_TYPE_PERCPU_ARRAY, 4, 16, 1, 0, "burn.bss", 0, 0});
   d_.programs.push_back(again);
@@ -239,7 +239,7 @@ TEST_F(RenderTest, ProgramTableGroupsInstancesOfTheSameCode) {
   EXPECT_EQ(burn["jited_len"], 120);
   EXPECT_TRUE(burn["xlated_len"].is_null());
   EXPECT_EQ(burn["kernel_name"], "burn");
-  EXPECT_EQ(burn["metadata"], (nlohmann::json{{"version", "2"}}));
+  EXPECT_EQ(burn["metadata"], (nlohmann::json{{"version", 2}}));
   EXPECT_EQ(burn["maps"], nlohmann::json::parse(R"([
     {"id": 14, "type": "hash", "name": "counts", "key_size": 4, "value_size": 8,
      "max_entries": 1024, "flags": 1},
@@ -351,6 +351,38 @@ TEST_F(RenderTest, TextVerboseAddsSizesAndVerifiedInsns) {
   o.instances = true;
   EXPECT_NE(render_text(d_, o).find("  Unloaded   JIT bytes  Xlated bytes  Verified insns  Attach     Program"),
             std::string::npos) << render_text(d_, o);
+}
+
+TEST_F(RenderTest, MetadataTypedAsBpftoolTypesIt) {
+  // bpftool -j: strings, numbers, booleans; its plain output quotes strings.
+  d_.programs[0].metadata = {{"name", "probe one"},
+                             {"digits", "3"},  // a string that reads like a number
+                             {"kinds", "3", bpf::MetadataKind::kNumber},
+                             {"negative", "-7", bpf::MetadataKind::kNumber},
+                             {"big", "18446744073709551615", bpf::MetadataKind::kNumber},
+                             {"on", "true", bpf::MetadataKind::kBool},
+                             {"quote", "say \"hi\""},
+                             {"perf", "\"1.2\"", bpf::MetadataKind::kPrinted}};
+  const auto j = nlohmann::json::parse(render_json(d_, {}));
+  const auto& m = j["programs"][0]["metadata"];
+  EXPECT_EQ(m, nlohmann::json::parse(R"({"name": "probe one", "digits": "3", "kinds": 3,
+      "negative": -7, "big": 18446744073709551615, "on": true, "quote": "say \"hi\"",
+      "perf": "\"1.2\""})"))
+      << m.dump();
+  EXPECT_TRUE(m["kinds"].is_number_unsigned());
+  EXPECT_TRUE(m["negative"].is_number_integer());
+  EXPECT_TRUE(m["on"].is_boolean());
+  EXPECT_TRUE(m["digits"].is_string());
+
+  RenderOptions o;
+  o.verbose = true;
+  const std::string text = render_text(d_, o);
+  for (const char* line :
+       {"metadata: name = \"probe one\"\n", "metadata: digits = \"3\"\n", "metadata: kinds = 3\n",
+        "metadata: negative = -7\n", "metadata: on = true\n",
+        "metadata: quote = \"say \\\"hi\\\"\"\n", "metadata: perf = \"1.2\"\n"}) {
+    EXPECT_NE(text.find(line), std::string::npos) << line << "\n" << text;
+  }
 }
 
 TEST_F(RenderTest, JsonEntriesForOtherKeysAndCallers) {

@@ -17,6 +17,17 @@ namespace {
 
 using profile::SortKey;
 
+// `s` in double quotes, its quotes and backslashes escaped, as bpftool prints
+// a string.
+std::string quoted(std::string_view s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out + '"';
+}
+
 // "# enrichment: user-space enricher (SCHED_FIFO), 118 of 120 programs
 // stored, 2 gone before enrichment" and, with run statistics, a line saying so.
 std::string enrichment_text(const analysis::EnrichmentSummary& e) {
@@ -149,9 +160,11 @@ std::string programs_text(const analysis::ReportData& d, const RenderOptions& o)
     t.add_row(std::move(cells));
     if (o.verbose) {
       // Its bpf_metadata_* variables (BPF_METADATA records, section 248), one per line.
-      for (const auto& [key, value] : p.metadata) {
+      // Strings quoted, as `bpftool prog show` prints them.
+      for (const bpf::MetadataVar& v : p.metadata) {
         std::vector<std::string> row(width);
-        row.back() = fmt::format("  metadata: {} = {}", key, value);
+        row.back() = fmt::format("  metadata: {} = {}", v.name,
+                                 v.kind == bpf::MetadataKind::kText ? quoted(v.value) : v.value);
         t.add_row(std::move(row));
       }
     }

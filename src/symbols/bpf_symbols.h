@@ -45,7 +45,7 @@ class BpfSymbols {
   // After finish(): each program's metadata from the first of its
   // functions' names `by_name` holds (BPF_METADATA records), then the
   // variables its BPF_PROG_INFO entry has that those lack (section 248).
-  using Metadata = std::vector<std::pair<std::string, std::string>>;
+  using Metadata = bpf::Metadata;
   void attach_metadata(const std::unordered_map<std::string, Metadata>& by_name);
 
   // Pass 2.

@@ -393,7 +393,11 @@ void Symbolizer::add_sideband(const perf::RecordView& r, const perf::SampleLayou
 void Symbolizer::add_bpf_metadata(const perf::BpfMetadata& m) {
   auto [it, added] = impl_->bpf_metadata.try_emplace(std::string(m.prog_name));
   if (!added) return;
-  for (const auto& [key, value] : m.entries) it->second.emplace_back(key, value);
+  // perf printed the values: their type is not known.
+  for (const auto& [key, value] : m.entries) {
+    it->second.push_back(
+        bpf::MetadataVar{std::string(key), std::string(value), bpf::MetadataKind::kPrinted});
+  }
 }
 
 void Symbolizer::finish() {

@@ -93,7 +93,7 @@ struct BpfProgram {
   // Its bpf_metadata_* variables (name without the prefix, value), as a
   // BPF_METADATA record gave them, then those of section 248 the record
   // lacks; empty when neither names it.
-  std::vector<std::pair<std::string, std::string>> metadata;
+  bpf::Metadata metadata;
 };
 
 // A BPF source line: from jited line info -> line info -> BTF strings.

@@ -5,8 +5,8 @@
 // loaded during the recording (captured at load by the in-kernel capture),
 // one loaded before it (read by id at start). The report's `maps` must list
 // each program's maps in the kernel's order with bpftool's type names,
-// sizes, max entries and flags; annotate names the map a loaded program's
-// JIT code loads.
+// sizes, max entries and flags; annotate names the map each program's JIT
+// code loads, whether the program was loaded during the recording or before.
 
 #include <signal.h>
 #include <unistd.h>
@@ -124,6 +124,34 @@ std::map<uint32_t, uint64_t> expect_maps_as_bpftool(const Json& report, const Li
   return load_ns;
 }
 
+// `bpfprof annotate` of each listed program names every one of its maps at
+// a movabs of its code, as bpftool names them.
+void expect_annotate_names_maps(const std::string& data, const Listed& listed) {
+  for (const auto& [prog, ids] : listed.map_ids) {
+    RunResult a =
+        run({kBin + "/bpfprof", "annotate", "-i", data, std::to_string(prog), "--format", "json"});
+    ASSERT_EQ(a.exit_code, 0) << a.err;
+    std::map<std::string, int> named;
+    const Json listing = Json::parse(a.out);
+    for (const auto& f : listing["programs"][0]["functions"]) {
+      for (const auto& l : f["lines"]) {
+        for (const auto& i : l["insns"]) {
+          if (i["target"].is_string() && i["target"].get<std::string>().starts_with("map[")) {
+            EXPECT_TRUE(i["asm"].get<std::string>().starts_with("movabs")) << i.dump();
+            named[i["target"].get<std::string>()]++;
+          }
+        }
+      }
+    }
+    for (uint32_t m : ids) {
+      const std::string want =
+          "map[id:" + std::to_string(m) + " " + listed.maps.at(m).value("name", "") + "]";
+      EXPECT_GT(named[want], 0) << "program " << prog << " never names " << want << "\n"
+                                << a.out.substr(0, 4000);
+    }
+  }
+}
+
 class MapsKernelTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -157,29 +185,7 @@ TEST_F(MapsKernelTest, MapsOfProgramsLoadedWhileRecordingAreBpftools) {
   }
 
   // The capture stored where the maps are: annotate names each map load.
-  for (const auto& [prog, ids] : listed.map_ids) {
-    RunResult a = run({kBin + "/bpfprof", "annotate", "-i", data, std::to_string(prog), "--format",
-                       "json"});
-    ASSERT_EQ(a.exit_code, 0) << a.err;
-    std::map<std::string, int> named;
-    const Json listing = Json::parse(a.out);
-    for (const auto& f : listing["programs"][0]["functions"]) {
-      for (const auto& l : f["lines"]) {
-        for (const auto& i : l["insns"]) {
-          if (i["target"].is_string() && i["target"].get<std::string>().starts_with("map[")) {
-            EXPECT_TRUE(i["asm"].get<std::string>().starts_with("movabs")) << i.dump();
-            named[i["target"].get<std::string>()]++;
-          }
-        }
-      }
-    }
-    for (uint32_t m : ids) {
-      const std::string want =
-          "map[id:" + std::to_string(m) + " " + listed.maps.at(m).value("name", "") + "]";
-      EXPECT_GT(named[want], 0) << "program " << prog << " never names " << want << "\n"
-                                << a.out.substr(0, 4000);
-    }
-  }
+  expect_annotate_names_maps(data, listed);
 }
 
 TEST_F(MapsKernelTest, MapsOfProgramsThereAtStartAreBpftools) {
@@ -202,6 +208,34 @@ TEST_F(MapsKernelTest, MapsOfProgramsThereAtStartAreBpftools) {
   for (const auto& [prog, load] : expect_maps_as_bpftool(report, after)) {
     EXPECT_EQ(load, 0u) << "program " << prog << " was there before the recording";
   }
+  // Where the maps are was read from the programs' code at start: annotate
+  // names each map load as it does for a program loaded while recording.
+  expect_annotate_names_maps(data, after);
+}
+
+// The workload's attached programs read their .rodata by direct value access
+// (a 64-bit load of an address in the array's values, not of the map): at
+// start, that address is read from their code too.
+TEST_F(MapsKernelTest, MapValuesOfProgramsThereAtStartAreNamed) {
+  Background workload({kBin + "/bpfprof-workload", "--attached", "--attached-for", "20s"});
+  ASSERT_EQ(workload.wait_for_line("ready"), "ready");
+  const std::vector<uint32_t> progs = programs_of(workload.pid());
+  ASSERT_FALSE(progs.empty()) << "bpftool perf listed nothing of the workload";
+  const Listed listed = bpftool_listing(progs);
+  TempDir dir;
+  const std::string data = dir.file("values.data");
+  RunResult rec =
+      run({kBin + "/bpfprof", "record", "-a", "-F", "99", "-o", data, "--", "sleep", "0.5"});
+  workload.stop(SIGTERM);
+  ASSERT_EQ(rec.exit_code, 0) << rec.err;
+  EXPECT_EQ(rec.err.find("not paired"), std::string::npos) << rec.err;
+  for (const auto& [prog, ids] : listed.map_ids) {
+    ASSERT_FALSE(ids.empty()) << "program " << prog << " uses no map";
+    for (uint32_t m : ids) {
+      EXPECT_EQ(listed.maps.at(m)["type"], "array") << listed.maps.at(m).dump();
+    }
+  }
+  expect_annotate_names_maps(data, listed);
 }
 
 }  // namespace

@@ -34,17 +34,38 @@ using Json = nlohmann::json;
 
 const std::string kBin = BPFPROF_BIN_DIR;
 
-// bpftool's "metadata" of program `id` as the report writes values: strings
-// as they are, numbers (and booleans) as their JSON text.
-std::map<std::string, std::string> bpftool_metadata(uint32_t id) {
+// bpftool's "metadata" of program `id`, values typed as it types them
+// (strings, numbers, booleans): the report's JSON must be the same.
+Json bpftool_metadata(uint32_t id) {
   RunResult r = run({"bpftool", "-j", "prog", "show", "id", std::to_string(id)});
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  std::map<std::string, std::string> out;
-  if (r.exit_code != 0) return out;
+  if (r.exit_code != 0) return Json::object();
   const Json p = Json::parse(r.out);
-  if (!p.contains("metadata")) return out;
-  for (const auto& [key, value] : p["metadata"].items()) {
-    out[key] = value.is_string() ? value.get<std::string>() : value.dump();
+  return p.contains("metadata") ? p["metadata"] : Json::object();
+}
+
+// The lines `bpftool prog show` (plain) prints under "metadata:" for program
+// `id`, without their indent ("kinds = 3").
+std::vector<std::string> bpftool_plain_metadata(uint32_t id) {
+  RunResult r = run({"bpftool", "prog", "show", "id", std::to_string(id)});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  std::vector<std::string> out;
+  bool in = false;
+  size_t at = 0;
+  while (at < r.out.size()) {
+    size_t end = r.out.find('\n', at);
+    if (end == std::string::npos) end = r.out.size();
+    const std::string line = r.out.substr(at, end - at);
+    at = end + 1;
+    const size_t text = line.find_first_not_of(" \t");
+    if (text == std::string::npos) continue;
+    if (line.substr(text) == "metadata:") {
+      in = true;
+    } else if (in && text >= 2) {
+      out.push_back(line.substr(text));
+    } else {
+      in = false;
+    }
   }
   return out;
 }
@@ -81,6 +102,7 @@ TEST_F(MetadataKernelTest, ProgramsThereAtStartAndLoadedDuringShowBpftoolsMetada
   const uint32_t at_start = ready_id(before);
   ASSERT_NE(at_start, 0u);
   const auto want_start = bpftool_metadata(at_start);
+  const std::vector<std::string> plain = bpftool_plain_metadata(at_start);
 
   Background rec(
       {kBin + "/bpfprof", "record", "-q", "-a", "-F", "99", "-o", data, "--", "sleep", "2"});
@@ -94,9 +116,9 @@ TEST_F(MetadataKernelTest, ProgramsThereAtStartAndLoadedDuringShowBpftoolsMetada
   EXPECT_EQ(during.stop(SIGINT), 0);
   EXPECT_EQ(before.stop(SIGINT), 0);
 
-  // What the workload's object declares, as bpftool printed it.
-  const std::map<std::string, std::string> declared = {{"workload", "bpfprof-workload burner"},
-                                                       {"kinds", "3"}};
+  // What the workload's object declares, as bpftool printed it: the u32 a
+  // number.
+  const Json declared = {{"workload", "bpfprof-workload burner"}, {"kinds", 3}};
   EXPECT_EQ(want_start, declared);
   EXPECT_EQ(want_loaded, declared);
 
@@ -104,11 +126,11 @@ TEST_F(MetadataKernelTest, ProgramsThereAtStartAndLoadedDuringShowBpftoolsMetada
       run({kBin + "/bpfprof", "report", "-q", "-i", data, "--format", "json", "--instances"});
   ASSERT_EQ(rep.exit_code, 0) << rep.err;
   const Json report = Json::parse(rep.out);
-  std::map<uint32_t, std::map<std::string, std::string>> got;
+  std::map<uint32_t, Json> got;
   for (const auto& p : report["programs"]) {
     const uint32_t id = p["id"].get<uint32_t>();
     if (id != at_start && id != loaded) continue;
-    got[id] = p["metadata"].get<std::map<std::string, std::string>>();
+    got[id] = p["metadata"];
     std::cout << "program " << id << " load_ns " << p["load_ns"] << " metadata "
               << p["metadata"].dump() << "\n";
     if (id == at_start) {
@@ -124,9 +146,16 @@ TEST_F(MetadataKernelTest, ProgramsThereAtStartAndLoadedDuringShowBpftoolsMetada
 
   RunResult verbose = run({kBin + "/bpfprof", "report", "-q", "-v", "-i", data, "--instances"});
   ASSERT_EQ(verbose.exit_code, 0) << verbose.err;
-  EXPECT_NE(verbose.out.find("metadata: workload = bpfprof-workload burner"), std::string::npos)
-      << verbose.out.substr(0, 4000);
-  EXPECT_NE(verbose.out.find("metadata: kinds = 3"), std::string::npos);
+  // Each line as bpftool's plain output has it (strings quoted).
+  ASSERT_EQ(plain.size(), 2u) << "bpftool prog show printed no metadata lines";
+  for (const std::string& line : plain) {
+    EXPECT_NE(verbose.out.find("metadata: " + line + "\n"), std::string::npos)
+        << line << "\n"
+        << verbose.out.substr(0, 4000);
+  }
+  EXPECT_NE(verbose.out.find("metadata: workload = \"bpfprof-workload burner\"\n"),
+            std::string::npos);
+  EXPECT_NE(verbose.out.find("metadata: kinds = 3\n"), std::string::npos);
 
   expect_perf_reads_silently(data);
 }
@@ -141,8 +170,7 @@ TEST_F(MetadataKernelTest, ShortLivedProgramsKeepTheirMetadata) {
   ASSERT_NE(held_id, 0u);
   const auto want = bpftool_metadata(held_id);
   EXPECT_EQ(held.stop(SIGINT), 0);
-  ASSERT_EQ(want, (std::map<std::string, std::string>{{"workload", "bpfprof-workload burner"},
-                                                      {"kinds", "3"}}));
+  ASSERT_EQ(want, (Json{{"workload", "bpfprof-workload burner"}, {"kinds", 3}}));
 
   // 60 burner programs of 2 and 5 ms, each unloaded long before the
   // recorder's next pass could read its .rodata map.
@@ -188,9 +216,7 @@ TEST_F(MetadataKernelTest, ShortLivedProgramsKeepTheirMetadata) {
     const uint32_t id = p["id"].get<uint32_t>();
     if (!loaded.count(id)) continue;
     listed++;
-    const auto got = p.contains("metadata")
-                         ? p["metadata"].get<std::map<std::string, std::string>>()
-                         : std::map<std::string, std::string>{};
+    const Json got = p.contains("metadata") ? p["metadata"] : Json::object();
     EXPECT_EQ(got, want) << "program " << id;
     if (got == want) with_metadata++;
   }

@@ -209,7 +209,7 @@ TEST_F(SwitchOutputTest, AProgramLoadedInTheFirstFileIsNamedInTheLaterOnes) {
     for (const auto& p : v.json.at("programs")) {
       if (p.at("name") != name) continue;
       EXPECT_EQ(p.at("metadata"),
-                (nlohmann::json{{"workload", "bpfprof-workload burner"}, {"kinds", "3"}}))
+                (nlohmann::json{{"workload", "bpfprof-workload burner"}, {"kinds", 3}}))
           << p.dump();
     }
     EXPECT_NE(v.script.out.find(truth->functions.front().ksym), std::string::npos)

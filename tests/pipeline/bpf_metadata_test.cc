@@ -41,6 +41,15 @@ const Prog kA{21, 0xffffffffc0001000, "bpf_prog_1515151515151515_handler"};
 const Prog kB{22, 0xffffffffc0002000, "bpf_prog_1616161616161616_other"};
 const Metadata kAMetadata{{"version", "\"1.2\""}, {"build", "7"}};
 
+// What a report keeps of a record's entries: values as perf printed them.
+bpf::Metadata printed(const Metadata& entries) {
+  bpf::Metadata out;
+  for (const auto& [key, value] : entries) {
+    out.push_back({key, value, bpf::MetadataKind::kPrinted});
+  }
+  return out;
+}
+
 // A recording of two programs, three samples in each; BPF_METADATA for a
 // (before its load, as perf synthesizes them), then `extra`; `features` at close.
 std::string write_recording(const std::string& path, const std::vector<ByteVec>& extra,
@@ -102,7 +111,7 @@ TEST_F(BpfMetadataTest, EachProgramShowsItsOwnVariables) {
   const ReportData d =
       report({testing::bpf_metadata_record("bpf_prog_1616161616161616_gone", {{"x", "1"}})});
   ASSERT_EQ(d.programs.size(), 2u);
-  EXPECT_EQ(row(d, kA).metadata, kAMetadata);
+  EXPECT_EQ(row(d, kA).metadata, printed(kAMetadata));
   EXPECT_TRUE(row(d, kB).metadata.empty());
   EXPECT_EQ(row(d, kA).samples, 3u);
   const DiagCounts& diag = d.profile.diagnostics();
@@ -134,7 +143,7 @@ TEST_F(BpfMetadataTest, ADamagedRecordIsCountedAndTheRestReads) {
   const ReportData d = report({bad});
   ASSERT_EQ(d.programs.size(), 2u);
   EXPECT_EQ(d.profile.diagnostics()[Diag::kBpfMetadataBad], 1u);
-  EXPECT_EQ(row(d, kA).metadata, kAMetadata);
+  EXPECT_EQ(row(d, kA).metadata, printed(kAMetadata));
   EXPECT_TRUE(row(d, kB).metadata.empty());
   EXPECT_EQ(row(d, kB).samples, 3u);
 }
@@ -149,12 +158,15 @@ TEST_F(BpfMetadataTest, Section248MergesIntoTheRecordsList) {
   }
   // The record's value of a variable wins; the section adds what it lacks.
   f.bpf_prog_info[0].metadata = {{"version", "9"}, {"commit", "abc"}};
-  f.bpf_prog_info[1].metadata = {{"owner", "bpfprof-workload burner"}, {"kinds", "3"}};
+  const bpf::Metadata b_vars = {{"owner", "bpfprof-workload burner"},
+                                {"kinds", "3", bpf::MetadataKind::kNumber}};
+  f.bpf_prog_info[1].metadata = b_vars;
   const ReportData d = report({}, f);
   ASSERT_EQ(d.programs.size(), 2u);
-  EXPECT_EQ(row(d, kA).metadata,
-            (Metadata{{"version", "\"1.2\""}, {"build", "7"}, {"commit", "abc"}}));
-  EXPECT_EQ(row(d, kB).metadata, (Metadata{{"owner", "bpfprof-workload burner"}, {"kinds", "3"}}));
+  bpf::Metadata a_vars = printed(kAMetadata);
+  a_vars.push_back({"commit", "abc"});
+  EXPECT_EQ(row(d, kA).metadata, a_vars);
+  EXPECT_EQ(row(d, kB).metadata, b_vars);
   EXPECT_EQ(d.profile.diagnostics()[Diag::kBpfMetadataBad], 0u);
 
   report::RenderOptions o;
@@ -163,16 +175,18 @@ TEST_F(BpfMetadataTest, Section248MergesIntoTheRecordsList) {
   for (const auto& p : j["programs"]) {
     if (p["name"] == "other") {
       seen++;
+      // Typed as bpftool types them: the integer a number.
       EXPECT_EQ(p["metadata"],
-                (nlohmann::json{{"owner", "bpfprof-workload burner"}, {"kinds", "3"}}));
+                (nlohmann::json{{"owner", "bpfprof-workload burner"}, {"kinds", 3}}));
     }
   }
   EXPECT_EQ(seen, 1u) << j.dump(1);
   o.verbose = true;
   const std::string verbose = report::render_text(d, o);
-  EXPECT_NE(verbose.find("metadata: owner = bpfprof-workload burner"), std::string::npos)
+  EXPECT_NE(verbose.find("metadata: owner = \"bpfprof-workload burner\""), std::string::npos)
       << verbose;
-  EXPECT_NE(verbose.find("metadata: commit = abc"), std::string::npos) << verbose;
+  EXPECT_NE(verbose.find("metadata: kinds = 3\n"), std::string::npos) << verbose;
+  EXPECT_NE(verbose.find("metadata: commit = \"abc\""), std::string::npos) << verbose;
 }
 
 }  // namespace

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // Disassembly of JIT'd BPF code with capstone. The only file that includes
-// capstone: the rest of annotate/ sees plain instructions. The architecture
-// comes from the recording (its ARCH feature), never from the host, so a
-// file recorded on arm64 annotates correctly on x86-64.
+// capstone: annotate/ and the synthesis of programs loaded before a
+// recording (host/, which pairs their map loads with maps) see plain
+// instructions. annotate takes the architecture from the recording (its ARCH
+// feature), never from the host, so a file recorded on arm64 annotates
+// correctly on x86-64.
 #pragma once
 
 #include <cstdint>
@@ -14,7 +16,7 @@
 
 #include "base/error.h"
 
-namespace bpfprof::annotate {
+namespace bpfprof::bpf {
 
 enum class Arch : uint8_t { kX86_64, kArm64 };
 
@@ -25,7 +27,7 @@ std::optional<Arch> arch_from_name(std::string_view machine);
 struct Insn {
   uint32_t offset = 0;  // from the start of the code given to disassemble()
   uint32_t size = 0;
-  std::string text;     // "mnemonic operands"
+  std::string text;  // "mnemonic operands"
 };
 
 // Every byte of `code` ends up in exactly one instruction: bytes capstone
@@ -35,4 +37,4 @@ struct Insn {
 // Errors: capstone itself cannot be opened for the architecture.
 Result<std::vector<Insn>> disassemble(Arch arch, std::span<const uint8_t> code, uint64_t address);
 
-}  // namespace bpfprof::annotate
+}  // namespace bpfprof::bpf

@@ -1,19 +1,19 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "annotate/disasm.h"
+#include "bpf/disasm.h"
 
 #include <capstone/capstone.h>
 #include <dlfcn.h>
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <memory>
 
-#include <fmt/format.h>
-
 #ifndef BPFPROF_CAPSTONE_SONAME
-#error "BPFPROF_CAPSTONE_SONAME: the soname of the capstone the headers belong to (src/annotate/CMakeLists.txt)"
+#error \
+    "BPFPROF_CAPSTONE_SONAME: the soname of the capstone the headers belong to (src/bpf/CMakeLists.txt)"
 #endif
 
-namespace bpfprof::annotate {
+namespace bpfprof::bpf {
 namespace {
 
 // capstone is loaded when the first code is disassembled, not linked: its
@@ -33,7 +33,8 @@ struct Capstone {
 template <typename Fn>
 void bind(void* lib, const char* name, Fn& fn, std::string& error) {
   fn = reinterpret_cast<Fn>(::dlsym(lib, name));
-  if (fn == nullptr && error.empty()) error = fmt::format("{} has no {}", BPFPROF_CAPSTONE_SONAME, name);
+  if (fn == nullptr && error.empty())
+    error = fmt::format("{} has no {}", BPFPROF_CAPSTONE_SONAME, name);
 }
 
 const Capstone& capstone() {
@@ -43,7 +44,8 @@ const Capstone& capstone() {
     void* handle = ::dlopen(BPFPROF_CAPSTONE_SONAME, RTLD_NOW | RTLD_LOCAL);
     if (handle == nullptr) {
       const char* why = ::dlerror();
-      c.error = fmt::format("cannot load {}: {}", BPFPROF_CAPSTONE_SONAME, why ? why : "unknown error");
+      c.error =
+          fmt::format("cannot load {}: {}", BPFPROF_CAPSTONE_SONAME, why ? why : "unknown error");
       return c;
     }
     bind(handle, "cs_open", c.open, c.error);
@@ -88,7 +90,8 @@ std::optional<Arch> arch_from_name(std::string_view machine) {
 
 Result<std::vector<Insn>> disassemble(Arch arch, std::span<const uint8_t> code, uint64_t address) {
   const Capstone& cs = capstone();
-  if (!cs.error.empty()) return make_error(Errc::kUnsupported, fmt::format("capstone: {}", cs.error));
+  if (!cs.error.empty())
+    return make_error(Errc::kUnsupported, fmt::format("capstone: {}", cs.error));
   const cs_arch cs_a = arch == Arch::kX86_64 ? CS_ARCH_X86 : CS_ARCH_ARM64;
   const cs_mode cs_m = arch == Arch::kX86_64 ? CS_MODE_64 : CS_MODE_LITTLE_ENDIAN;
   std::unique_ptr<csh, HandleCloser> handle(new csh{});
@@ -121,4 +124,4 @@ Result<std::vector<Insn>> disassemble(Arch arch, std::span<const uint8_t> code, 
   return out;
 }
 
-}  // namespace bpfprof::annotate
+}  // namespace bpfprof::bpf
