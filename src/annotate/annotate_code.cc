@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "annotate/annotate.h"
+#include "base/text_lines.h"
 
 namespace bpfprof::annotate {
 namespace {
@@ -162,25 +163,9 @@ bool add_callee_samples(AnnotatedFunction& f, uint32_t offset, uint64_t n) {
   return false;
 }
 
-namespace {
-
-// A 64-bit hex number without its 0x ("ffff888102f4c000"), whole.
-std::optional<uint64_t> parse_hex64(std::string_view digits) {
-  if (digits.empty() || digits.size() > 16) return std::nullopt;
-  uint64_t v = 0;
-  for (char c : digits) {
-    const int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-    if (d < 0) return std::nullopt;
-    v = v << 4 | static_cast<uint64_t>(d);
-  }
-  return v;
-}
-
-}  // namespace
-
 std::optional<uint64_t> call_target(std::string_view text) {
-  if (text.starts_with("call 0x")) return parse_hex64(text.substr(7));
-  if (text.starts_with("bl #0x")) return parse_hex64(text.substr(6));
+  if (text.starts_with("call 0x")) return parse_hex(text.substr(7));
+  if (text.starts_with("bl #0x")) return parse_hex(text.substr(6));
   return std::nullopt;
 }
 
@@ -188,7 +173,7 @@ std::optional<uint64_t> imm64_operand(std::string_view text) {
   if (!text.starts_with("movabs ")) return std::nullopt;
   const size_t at = text.rfind(", 0x");
   if (at == std::string_view::npos) return std::nullopt;
-  return parse_hex64(text.substr(at + 4));
+  return parse_hex(text.substr(at + 4));
 }
 
 namespace {
@@ -212,7 +197,7 @@ std::optional<uint64_t> arm64_imm(std::string_view s) {
   if (negative) s.remove_prefix(1);
   std::optional<uint64_t> v;
   if (s.starts_with("0x")) {
-    v = parse_hex64(s.substr(2));
+    v = parse_hex(s.substr(2));
   } else {
     uint64_t n = 0;
     auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), n);

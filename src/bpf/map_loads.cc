@@ -3,6 +3,8 @@
 
 #include <array>
 
+#include "base/text_lines.h"
+
 namespace bpfprof::bpf {
 namespace {
 
@@ -10,18 +12,6 @@ namespace {
 // arch/x86/net/bpf_jit_comp.c, reg2hex and is_ereg).
 constexpr std::array<std::string_view, 11> kX86Regs = {"rax", "rdi", "rsi", "rdx", "rcx", "r8",
                                                        "rbx", "r13", "r14", "r15", "rbp"};
-
-// A hex number without its 0x, whole; nullopt if it is not one or too long.
-std::optional<uint64_t> parse_hex(std::string_view digits) {
-  if (digits.empty() || digits.size() > 16) return std::nullopt;
-  uint64_t v = 0;
-  for (char c : digits) {
-    const int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-    if (d < 0) return std::nullopt;
-    v = v << 4 | static_cast<uint64_t>(d);
-  }
-  return v;
-}
 
 // What emit_mov_imm64 needs a movabs for.
 bool needs_movabs(uint64_t v) {
