@@ -15,6 +15,7 @@
 
 #include "annotate/annotate.h"
 #include "base/text_lines.h"
+#include "bpf/map_loads.h"
 
 namespace bpfprof::annotate {
 namespace {
@@ -170,10 +171,8 @@ std::optional<uint64_t> call_target(std::string_view text) {
 }
 
 std::optional<uint64_t> imm64_operand(std::string_view text) {
-  if (!text.starts_with("movabs ")) return std::nullopt;
-  const size_t at = text.rfind(", 0x");
-  if (at == std::string_view::npos) return std::nullopt;
-  return parse_hex(text.substr(at + 4));
+  if (std::optional<bpf::Movabs> m = bpf::parse_movabs(text)) return m->value;
+  return std::nullopt;
 }
 
 namespace {
