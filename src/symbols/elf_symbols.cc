@@ -80,16 +80,29 @@ std::vector<bool> text_sections(Elf* elf) {
   return text;
 }
 
-// The end of the allocated code section holding `addr`, or `addr` if none does.
-uint64_t code_section_end(Elf* elf, uint64_t addr) {
+// The allocated code sections' [start, end), sorted by start.
+std::vector<std::pair<uint64_t, uint64_t>> code_sections(Elf* elf) {
+  std::vector<std::pair<uint64_t, uint64_t>> out;
   for (Elf_Scn* scn = elf_nextscn(elf, nullptr); scn; scn = elf_nextscn(elf, scn)) {
     GElf_Shdr sh;
     if (gelf_getshdr(scn, &sh) && (sh.sh_flags & SHF_ALLOC) && (sh.sh_flags & SHF_EXECINSTR) &&
-        addr >= sh.sh_addr && addr - sh.sh_addr < sh.sh_size) {
-      return sh.sh_addr + sh.sh_size;
+        sh.sh_size != 0) {
+      out.emplace_back(sh.sh_addr, sh.sh_addr + sh.sh_size);
     }
   }
-  return addr;
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// The end of the code section holding `addr` (of `sections`, sorted), if
+// one does.
+std::optional<uint64_t> code_section_end(const std::vector<std::pair<uint64_t, uint64_t>>& sections,
+                                         uint64_t addr) {
+  auto it = std::upper_bound(
+      sections.begin(), sections.end(), addr,
+      [](uint64_t a, const std::pair<uint64_t, uint64_t>& s) { return a < s.first; });
+  if (it == sections.begin() || addr >= std::prev(it)->second) return std::nullopt;
+  return std::prev(it)->second;
 }
 
 bool is_label(const GElf_Sym& s, const std::vector<bool>& text) {
@@ -224,12 +237,11 @@ Result<std::unique_ptr<ElfSymbols>> ElfSymbols::load_elf(UniqueFd fd, std::uniqu
   // PLT entries are read from the file itself (a debug file has no PLT
   // contents).
   out->add_plt_symbols(elf, raw);
-  // The last symbol, if unsized (_fini, at the end of .fini), runs to the
-  // end of its code section: perf names a sample at _fini too. Read from
-  // the file's sections now, while they are mapped.
-  uint64_t last_addr = 0;
-  for (const Raw& r : raw) last_addr = std::max(last_addr, r.addr);
-  const uint64_t last_section_end = code_section_end(elf, last_addr);
+  // An unsized symbol (hand-written assembly; _fini, at the end of .fini)
+  // runs to the next symbol but not past the end of its code section, if it
+  // is in one: the PLT header lld puts after .fini is not _fini's. Read the sections now,
+  // while the file is mapped.
+  const std::vector<std::pair<uint64_t, uint64_t>> sections = code_sections(elf);
   if (debug) {
     // The file's own mapping can go: its PLT names are copied.
     image->elf = std::move(debug->elf);
@@ -242,7 +254,13 @@ Result<std::unique_ptr<ElfSymbols>> ElfSymbols::load_elf(UniqueFd fd, std::uniqu
   out->names_ = names;
   sort_by_address(raw);
   out->keep_preferred_aliases(raw);
-  if (!raw.empty() && raw.back().size == 0) raw.back().size = last_section_end - raw.back().addr;
+  for (size_t i = 0; i < raw.size(); i++) {
+    if (raw[i].size != 0) continue;
+    const std::optional<uint64_t> section_end = code_section_end(sections, raw[i].addr);
+    uint64_t end = i + 1 < raw.size() ? raw[i + 1].addr : section_end.value_or(raw[i].addr);
+    if (section_end) end = std::min(end, *section_end);
+    raw[i].size = end - raw[i].addr;
+  }
   out->symbols_ = std::move(raw);
   out->demangled_ = std::make_unique<std::atomic<const std::string*>[]>(out->symbols_.size());
   out->serial_ = next_timeline_serial();
@@ -404,9 +422,8 @@ std::optional<ElfSymbols::Symbol> ElfSymbols::find(uint64_t vaddr) const {
     if (it != symbols_.begin()) {
       const size_t at = static_cast<size_t>(it - symbols_.begin()) - 1;
       const Raw& s = symbols_[at];
-      // Unsized (hand-written assembly): up to the next symbol, if there is
-      // one (the last one was given its section's end at load).
-      if (s.size != 0 ? vaddr - s.addr < s.size : it != symbols_.end()) i = at;
+      // Unsized symbols were given their extent at load.
+      if (vaddr - s.addr < s.size) i = at;
     }
     m = {serial_, vaddr, i};
   }

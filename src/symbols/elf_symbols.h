@@ -29,7 +29,8 @@ class ElfSymbols {
  public:
   struct Symbol {
     uint64_t addr = 0;
-    uint64_t size = 0;  // 0: unknown, the symbol runs to the next one
+    // An unsized symbol's runs to the next symbol or its code section's end.
+    uint64_t size = 0;
     std::string_view name;
   };
 

@@ -203,6 +203,24 @@ TEST(ElfSymbolsTest, LastUnsizedSymbolRunsToTheEndOfItsSection) {
   EXPECT_EQ(found_name(e, 0x3019), "<none>") << "past .fini";
 }
 
+// An unsized symbol stops at its code section's end even when another
+// symbol follows (lld puts .plt, its 32-byte header unnamed, after .fini).
+TEST(ElfSymbolsTest, UnsizedSymbolStopsAtItsSectionEndBeforeTheNextSymbol) {
+  ElfFile f({{"_fini", 0x3010, 0, true}, {"after", 0x3040, 0x10, false}}, "",
+            CodeSection{0x3010, 9});
+  ASSERT_TRUE(f.ok());
+  auto loaded = ElfSymbols::load(f.path());
+  ASSERT_TRUE(loaded.ok()) << loaded.error().message;
+  const ElfSymbols& e = *loaded.value();
+  EXPECT_EQ(found_name(e, 0x3018), "_fini");
+  EXPECT_EQ(found_name(e, 0x3019), "<none>") << "past .fini";
+  EXPECT_EQ(found_name(e, 0x302a), "<none>") << "in the gap before the next symbol";
+  EXPECT_EQ(found_name(e, 0x3040), "after");
+  const auto fini = e.find(0x3010);
+  ASSERT_TRUE(fini);
+  EXPECT_EQ(fini->size, 9u) << "an unsized symbol's extent is its size";
+}
+
 // A string table whose last name runs off its end: that name is left out,
 // the others are found, nothing is read past the table.
 TEST(ElfSymbolsTest, NameRunningOffTheStringTableIsLeftOut) {
