@@ -102,6 +102,8 @@ struct Enricher::Worker {
   std::thread thread;
 
   std::deque<Pending> pending;
+  // Guarded by learned_mu with `got` and `stats`: a switch of output files
+  // reads copies while the thread runs (snapshot()).
   std::vector<EnrichedProgram> programs;
   uint64_t lost = 0, errors = 0;
   // Kept in arrival order and put in maps by stop(): tree walks over a
@@ -110,7 +112,7 @@ struct Enricher::Worker {
   std::vector<bpf::BtfBlob> btfs;
   std::unordered_set<uint32_t> btf_seen;  // read, or failed to read
   // Copies of what was read, handed to the writer by take_learned().
-  std::mutex learned_mu;
+  mutable std::mutex learned_mu;
   std::vector<bpf::ProgInfo> learned_infos;
   std::vector<bpf::BtfBlob> learned_btfs;
   bpf::ReadBuffers buffers;  // the kernel writes infos and BTF here; copied out at size
@@ -131,13 +133,22 @@ void Enricher::Worker::run(int stop_fd) {
     CPU_SET(pin_cpu, &set);
     (void)::pthread_setaffinity_np(::pthread_self(), sizeof set, &set);
   }
-  got = apply_sched(want);
+  {
+    const EnricherSched applied = apply_sched(want);
+    std::lock_guard<std::mutex> lock(learned_mu);
+    got = applied;
+  }
   uint64_t next_poll = 0;
   // A pass costs a few bpf() calls per loaded program: on a host with many
   // programs the interval stretches so polling stays near 1% of a CPU.
   auto poll = [&] {
     const uint64_t begin = monotonic_ns();
-    stats.poll(false);
+    RunStatsTable polled;
+    polled.poll(false);
+    {
+      std::lock_guard<std::mutex> lock(learned_mu);
+      stats.merge(polled);
+    }
     const uint64_t end = monotonic_ns();
     next_poll = end + std::max(poll_interval_ns, (end - begin) * kRunStatsPollCostFactor);
   };
@@ -175,7 +186,10 @@ void Enricher::Worker::grab() {
   for (CpuRing& r : rings) {
     auto consumed = r.ring.for_each_record([&](const perf::RecordView& rec) {
       if (rec.header.type == perf::kRecordLost) {
-        if (auto l = perf::Lost::parse(rec, layout); l.ok()) lost += l->lost;
+        if (auto l = perf::Lost::parse(rec, layout); l.ok()) {
+          std::lock_guard<std::mutex> lock(learned_mu);
+          lost += l->lost;
+        }
         return;
       }
       if (rec.header.type != perf::kRecordBpfEvent) return;
@@ -192,10 +206,14 @@ void Enricher::Worker::grab() {
         return;
       }
       p.gone = fd.error().code == Errc::kNotFound;
+      std::lock_guard<std::mutex> lock(learned_mu);
       if (!p.gone) errors++;
       programs.push_back(p);
     });
-    if (!consumed.ok()) errors++;
+    if (!consumed.ok()) {
+      std::lock_guard<std::mutex> lock(learned_mu);
+      errors++;
+    }
   }
 }
 
@@ -215,18 +233,20 @@ void Enricher::Worker::read_info(Pending& item) {
   item.fd.reset();
   p.released_ns = monotonic_ns();
   if (!info.ok()) {
+    std::lock_guard<std::mutex> lock(learned_mu);
     errors++;
     programs.push_back(p);
     return;
   }
-  if (run_stats) {
-    stats.saw(p.id, p.released_ns, {info->info.run_cnt, info->info.run_time_ns}, true);
-  }
   // No names here: in the file they come from the kernel's KSYMBOL records.
   p.enriched = true;
   infos.push_back(std::move(info).value());
-  programs.push_back(p);
   std::lock_guard<std::mutex> lock(learned_mu);
+  if (run_stats) {
+    stats.saw(p.id, p.released_ns, {infos.back().info.run_cnt, infos.back().info.run_time_ns},
+              true);
+  }
+  programs.push_back(p);
   learned_infos.push_back(infos.back());
 }
 
@@ -299,6 +319,34 @@ void Enricher::take_learned(std::vector<bpf::ProgInfo>& infos, std::vector<bpf::
     w->learned_infos.clear();
     w->learned_btfs.clear();
   }
+}
+
+EnrichmentStats Enricher::stats_so_far() const {
+  if (stopped_) return stats_;
+  EnrichmentStats s;
+  s.threads = workers_.size();
+  s.pinned = config_.per_cpu;
+  s.sched = workers_.empty() ? EnricherSched::kOther : EnricherSched::kFifo;
+  for (const auto& w : workers_) {
+    std::lock_guard<std::mutex> lock(w->learned_mu);
+    s.sched = std::min(s.sched, w->got);
+    s.lost += w->lost;
+    s.errors += w->errors;
+    s.programs.insert(s.programs.end(), w->programs.begin(), w->programs.end());
+  }
+  std::sort(s.programs.begin(), s.programs.end(),
+            [](const auto& a, const auto& b) { return a.acquired_ns < b.acquired_ns; });
+  return s;
+}
+
+RunStatsTable Enricher::run_stats_so_far() const {
+  if (stopped_) return run_stats_;
+  RunStatsTable t;
+  for (const auto& w : workers_) {
+    std::lock_guard<std::mutex> lock(w->learned_mu);
+    t.merge(w->stats);
+  }
+  return t;
 }
 
 void Enricher::stop() {

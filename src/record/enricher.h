@@ -101,6 +101,11 @@ class Enricher {
   // for the file's in-stream records (thread-safe against the workers).
   void take_learned(std::vector<bpf::ProgInfo>& infos, std::vector<bpf::BtfBlob>& btfs);
 
+  // While running (thread-safe against the workers), or after stop(): what
+  // was collected so far, for a file closed by --switch-output.
+  EnrichmentStats stats_so_far() const;
+  RunStatsTable run_stats_so_far() const;
+
   // After stop(): what was collected.
   const EnrichmentStats& stats() const { return stats_; }
   std::map<uint32_t, bpf::ProgInfo>& infos() { return infos_; }

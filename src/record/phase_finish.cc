@@ -77,7 +77,7 @@ Result<RecordStats> Recorder::finish() {
   features.enrichment = file_enrichment(enrichment, stored);
   stored_.insert(stored.begin(), stored.end());
   sections_->move_into(features);
-  if (o_.bpf_stats) add_run_stats(features, enrichment);
+  if (o_.bpf_stats) add_run_stats(features, run_stats_now(enrichment), stats_off_ns_);
   for (auto& [id, btf] : btfs) features.bpf_btf.push_back(std::move(btf));
   perfdata::attach_metadata(file_.metadata, features.bpf_prog_info);
   Status closed = writer.close(features);
@@ -136,11 +136,7 @@ void Recorder::count_compression(const perfdata::FileWriter& writer) {
   }
 }
 
-void Recorder::add_run_stats(perfdata::Features& features, const EnrichmentStats& enrichment) {
-  perfdata::RunStatsSection rs;
-  rs.poll_interval_ns = kRunStatsPollNs;
-  rs.enabled_ns = stats_on_ns_;
-  rs.disabled_ns = stats_off_ns_;
+RunStatsTable Recorder::run_stats_now(const EnrichmentStats& enrichment) const {
   RunStatsTable table;
   // Programs loaded during the recording start at zero at their load; the
   // poller's values follow (with capture, it sees them only at its next poll).
@@ -149,8 +145,19 @@ void Recorder::add_run_stats(perfdata::Features& features, const EnrichmentStats
       if (p.enriched) table.saw(p.id, p.load_time_ns, {}, true);
     }
   }
-  table.merge(enricher_->run_stats());
-  rs.programs = table.entries();
+  table.merge(enricher_->run_stats_so_far());
+  return table;
+}
+
+void Recorder::add_run_stats(perfdata::Features& features, const RunStatsTable& table,
+                             uint64_t end_ns) const {
+  perfdata::RunStatsSection rs;
+  rs.poll_interval_ns = kRunStatsPollNs;
+  rs.enabled_ns = std::max(stats_on_ns_, file_.start_ns);
+  rs.disabled_ns = end_ns;
+  // A switched file's own runs: from the values read at the switch that
+  // started it (none before the first switch: the table as it is).
+  rs.programs = table.since(run_stats_at_switch_, file_.start_ns).entries();
   features.run_stats = std::move(rs);
 }
 

@@ -11,7 +11,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
+#include <set>
 #include <utility>
+#include <vector>
 
 #include "bpf/query.h"
 #include "host/synth_records.h"
@@ -41,9 +44,34 @@ Status Recorder::switch_output() {
     features.bpf_prog_info.push_back(std::move(info));
   }
   for (auto& [id, btf] : file_.btfs) features.bpf_btf.push_back(std::move(btf));
-  EnrichmentStats enrichment = in_kernel_ ? in_kernel_->stats() : EnrichmentStats{};
+  EnrichmentStats enrichment = in_kernel_ ? in_kernel_->stats() : enricher_->stats_so_far();
   enrichment.capture_refused = capture_refused_;
   enrichment.capture_errno = capture_errno_;
+  // Where the file's programs are attached: those still attached now (the
+  // next file lists them again at its start), and those that name their
+  // point without a link, as the last file's close does.
+  Status listed = sections_->list_at_end();
+  std::vector<bpf::ProgInfo> at_start;
+  std::map<uint32_t, bpf::ProgInfo> during;
+  const std::set<uint32_t> synthesized(file_.synthesized.begin(), file_.synthesized.end());
+  for (const auto& [id, info] : file_.infos) {
+    if (synthesized.count(id)) {
+      at_start.push_back(info);
+    } else {
+      during.emplace(id, info);
+    }
+  }
+  Status named = sections_->name_unlinked(at_start, during, enrichment.programs);
+  if (o_.bpf_stats) {
+    // The live programs' values at the switch end this file's runs and
+    // start the next one's.
+    RunStatsTable table = run_stats_now(enrichment);
+    RunStatsTable polled;
+    polled.poll(true);
+    table.merge(polled);
+    add_run_stats(features, table, monotonic_ns());
+    run_stats_at_switch_ = std::move(table);
+  }
   features.enrichment = file_enrichment(std::move(enrichment), stored);
   stored_.insert(stored.begin(), stored.end());
   sections_->move_into(features);
@@ -55,6 +83,8 @@ Status Recorder::switch_output() {
   sections_.reset();
   out_.reset();
   BPFPROF_TRY(std::move(closed));
+  BPFPROF_TRY(std::move(listed));
+  BPFPROF_TRY(std::move(named));
   BPFPROF_ASSIGN_OR_RETURN(last_file_, std::move(name));
   if (sink_.notice) sink_.notice(fmt::format("wrote {}: {} samples", last_file_, counters.samples));
 

@@ -109,7 +109,12 @@ class Recorder {
   perfdata::EnrichmentSection file_enrichment(EnrichmentStats enrichment,
                                               const std::set<uint32_t>& stored) const;
   void count_compression(const perfdata::FileWriter& writer);
-  void add_run_stats(perfdata::Features& features, const EnrichmentStats& enrichment);
+  // --bpf-stats: every program's run statistics read so far (`enrichment`
+  // gives the load times of those the capture saw), and the file's section
+  // from them, the statistics read until `end_ns`.
+  RunStatsTable run_stats_now(const EnrichmentStats& enrichment) const;
+  void add_run_stats(perfdata::Features& features, const RunStatsTable& table,
+                     uint64_t end_ns) const;
   RecordStats figures(const DrainCounters& c, EnrichmentStats enrichment) const;
 
   const RecordOptions& o_;
@@ -154,6 +159,7 @@ class Recorder {
   FilePrograms file_;
   std::set<uint32_t> handed_;
   std::set<uint32_t> stored_;  // programs with an info in any file closed
+  RunStatsTable run_stats_at_switch_;  // --bpf-stats: as read at the last switch
   std::string last_file_;      // the last file renamed
   bool vdso_read_ = false;
   // .rodata metadata by map id (none: not a .rodata map, or not readable).

@@ -51,6 +51,29 @@ void RunStatsTable::merge(const RunStatsTable& other) {
   }
 }
 
+RunStatsTable RunStatsTable::since(const RunStatsTable& at_switch, uint64_t file_start_ns) const {
+  RunStatsTable out;
+  for (const auto& [id, p] : by_id_) {
+    auto before = at_switch.by_id_.find(id);
+    if (before == at_switch.by_id_.end()) {
+      // First seen in this file (loaded during it, or first polled in it).
+      out.by_id_.emplace(id, p);
+      continue;
+    }
+    const ProgramRunStats& b = before->second;
+    if (p.last_ns <= b.last_ns && p.last_ns < file_start_ns) continue;
+    ProgramRunStats q = p;
+    // Its counters ran before this file: the file's start value is the
+    // last one read by then.
+    q.flags &= ~ProgramRunStats::kLoadedDuring;
+    q.first_ns = b.last_ns;
+    q.first_run_cnt = b.last_run_cnt;
+    q.first_run_time_ns = b.last_run_time_ns;
+    out.by_id_.emplace(id, q);
+  }
+  return out;
+}
+
 std::vector<ProgramRunStats> RunStatsTable::entries() const {
   std::vector<ProgramRunStats> out;
   out.reserve(by_id_.size());

@@ -32,6 +32,11 @@ class RunStatsTable {
   // Takes `other`'s values: the earliest first, the latest last.
   void merge(const RunStatsTable& other);
   std::vector<perfdata::ProgramRunStats> entries() const;
+  // For the file --switch-output started at `file_start_ns`, where
+  // `at_switch` is the table as it was at that switch: each program's first
+  // value becomes its last value then (its runs are the file's own), and a
+  // program seen nothing new since (unloaded before the file) is left out.
+  RunStatsTable since(const RunStatsTable& at_switch, uint64_t file_start_ns) const;
   bool empty() const { return by_id_.empty(); }
 
  private:

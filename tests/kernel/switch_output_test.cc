@@ -6,6 +6,7 @@
 // lost or written twice at a switch), a program loaded in the first file is
 // named in the later ones, --switch-max-files keeps the newest N (with -z:
 // each file its own zstd stream), a size switches too, and so does SIGUSR2.
+// Each file carries its own --bpf-stats runs, enrichment and attach points.
 #include <gtest/gtest.h>
 #include <sched.h>
 #include <signal.h>
@@ -24,6 +25,7 @@
 #include <thread>
 #include <vector>
 
+#include "perfdata/reader.h"
 #include "testing/recording_readback.h"
 #include "testing/subprocess.h"
 #include "testing/workload_recording.h"
@@ -121,11 +123,13 @@ void expect_files_add_up(const std::vector<std::string>& files, const RecorderSa
   }
 }
 
+constexpr int kRuns = 5;
 struct SwitchRuns {
-  // By time; with -z and --switch-max-files 2; by size; by time, with
-  // programs of 30 ms loaded one after another throughout.
-  WorkloadRecording runs[4];
-  RecorderSaid said[4];
+  // By time (with --bpf-stats); with -z and --switch-max-files 2; by size;
+  // by time, with programs of 30 ms loaded one after another throughout; by
+  // time, with the user-space enricher and --bpf-stats.
+  WorkloadRecording runs[kRuns];
+  RecorderSaid said[kRuns];
 };
 
 class SwitchOutputTest : public WorkloadRecordingTest<SwitchOutputTest, SwitchRuns> {
@@ -135,15 +139,16 @@ class SwitchOutputTest : public WorkloadRecordingTest<SwitchOutputTest, SwitchRu
     // Each file starts with about 1 MB of its own (the kallsyms snapshot,
     // threads, programs): 2 MiB at 4000 Hz with call graphs is a switch
     // every second or two.
-    const std::vector<std::string> flags[4] = {
-        {"-a", "-g", "-F", "999", "--switch-output=1s"},
+    const std::vector<std::string> flags[kRuns] = {
+        {"-a", "-g", "-F", "999", "--bpf-stats", "--switch-output=1s"},
         {"-a", "-g", "-F", "999", "-z", "--switch-output=1s", "--switch-max-files", "2"},
         {"-a", "-g", "--switch-output=2M"},
-        {"-a", "-g", "-F", "999", "--switch-output=1s"}};
+        {"-a", "-g", "-F", "999", "--switch-output=1s"},
+        {"-a", "-F", "999", "--enrich", "user", "--bpf-stats", "--switch-output=1s"}};
     const std::vector<std::string> short_lived = {
         "--programs",         "150", "--lifetime",   "30ms",
         "--subprog-programs", "0",   "--long-lived", "100ms"};
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < kRuns; i++) {
       WorkloadRun run;
       run.record_flags = flags[i];
       run.workload_args = i == 3 ? short_lived : kWorkload;
@@ -219,6 +224,79 @@ TEST_F(SwitchOutputTest, AProgramLoadedInTheFirstFileIsNamedInTheLaterOnes) {
     EXPECT_NE(header.out.find("# bpf_prog_info " + std::to_string(truth->id) + ":"),
               std::string::npos);
   }
+}
+
+// The long-lived program's run statistics (section 252) in each file are
+// that file's runs: a file's first value is the last one of the file before
+// (read at the switch), and the middle files, whole periods of its burn,
+// count runs. Each file's enrichment line is its recorder's, and the
+// program's point ("test_run only") is named in every file, as in the last.
+void expect_per_file_sections(const WorkloadRecording& r, perfdata::EnrichmentPath path) {
+  const std::vector<std::string> files = switched_files(r.dir.path(), r.data);
+  ASSERT_GE(files.size(), 3u) << r.record.err;
+  const nlohmann::json& longest = r.long_lived();
+  ASSERT_FALSE(longest.is_null());
+  uint32_t id = 0;
+  for (const TruthProgram& p : r.programs) {
+    if (p.name == longest.at("name").get<std::string>()) id = p.id;
+  }
+  ASSERT_NE(id, 0u);
+  std::optional<perfdata::ProgramRunStats> before;
+  std::optional<perfdata::EnrichmentSection> last_enrichment;
+  for (size_t i = 0; i < files.size(); i++) {
+    SCOPED_TRACE(files[i]);
+    auto reader = perfdata::FileReader::open(files[i]);
+    ASSERT_TRUE(reader.ok()) << reader.error().to_string();
+    const perfdata::Features& f = reader->features();
+    ASSERT_TRUE(f.run_stats.has_value()) << "section 252 in every file";
+    ASSERT_TRUE(f.enrichment.has_value());
+    EXPECT_EQ(f.enrichment->path, path);
+    if (last_enrichment) {
+      EXPECT_EQ(f.enrichment->sched, last_enrichment->sched);
+      EXPECT_EQ(f.enrichment->threads, last_enrichment->threads);
+      EXPECT_EQ(f.enrichment->pinned, last_enrichment->pinned);
+    }
+    last_enrichment = f.enrichment;
+    const perfdata::ProgramRunStats* ours = nullptr;
+    for (const perfdata::ProgramRunStats& p : f.run_stats->programs) {
+      if (p.id == id) ours = &p;
+    }
+    if (before && !ours) {
+      ADD_FAILURE() << "program " << id << ", in the file before, is missing here";
+      before.reset();
+      continue;
+    }
+    if (!ours) continue;  // loaded later in the run than this file
+    if (before) {
+      EXPECT_FALSE(ours->has(perfdata::ProgramRunStats::kLoadedDuring));
+      EXPECT_EQ(ours->first_run_cnt, before->last_run_cnt)
+          << "this file starts where the last ended";
+      EXPECT_EQ(ours->first_run_time_ns, before->last_run_time_ns);
+      EXPECT_EQ(ours->first_ns, before->last_ns);
+    }
+    if (i > 0 && i + 1 < files.size()) {
+      EXPECT_GT(ours->run_cnt(), 0u) << "the program runs through this period";
+      EXPECT_TRUE(ours->has(perfdata::ProgramRunStats::kReadAtEnd)) << "read at the switch";
+    }
+    before = *ours;
+    if (path == perfdata::EnrichmentPath::kInKernel && i + 1 < files.size()) {
+      ASSERT_TRUE(f.attach.has_value());
+      EXPECT_TRUE(std::any_of(f.attach->entries.begin(), f.attach->entries.end(),
+                              [&](const perfdata::AttachEntry& e) {
+                                return e.prog_id == id && e.point == "test_run only";
+                              }))
+          << "its point named in this file";
+    }
+  }
+}
+
+TEST_F(SwitchOutputTest, EachFileHasItsOwnRunsEnrichmentAndPoints) {
+  expect_per_file_sections(g->runs[0], perfdata::EnrichmentPath::kInKernel);
+}
+
+TEST_F(SwitchOutputTest, EachFileHasItsOwnRunsAndEnrichmentWithTheUserEnricher) {
+  expect_files_add_up(switched_files(g->runs[4].dir.path(), g->runs[4].data), g->said[4], true);
+  expect_per_file_sections(g->runs[4], perfdata::EnrichmentPath::kUserSpace);
 }
 
 // With -z, each file is its own zstd stream perf decompresses.
