@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "host/snapshot.h"
 
+#include <string>
 #include <utility>
 
 #include "base/text_file.h"
@@ -34,12 +35,17 @@ Result<BpfSynthesis> write_initial_state(const Snapshot& snapshot, const Initial
   }
   BPFPROF_ASSIGN_OR_RETURN(BpfSynthesis bpf, synthesize_bpf(synth, snapshot.kallsyms.bpf, live_ids));
   BPFPROF_TRY(flush());
+  if (bpf.maps_unpaired > 0 && notice && o.say_lacks) {
+    notice(std::to_string(bpf.maps_unpaired) + (bpf.maps_unpaired == 1 ? " program" : " programs") +
+           " loaded before recording: map loads not paired with the JIT code (annotate shows "
+           "their raw addresses)");
+  }
   if (o.cgroups) {
     // Cgroups created from here on come as CGROUP records of the side-band
     // event; one created during this walk may be described twice (same id
     // and path).
     if (!snapshot.cgroup2) {
-      if (notice && o.say_unnamed_cgroups) {
+      if (notice && o.say_lacks) {
         notice("--cgroup: no cgroup v2 hierarchy mounted: cgroups are unnamed");
       }
     } else {

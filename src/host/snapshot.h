@@ -41,7 +41,9 @@ Snapshot take_snapshot();
 struct InitialStateOptions {
   size_t trailer = 0;          // the side-band event's sample_id_all trailer
   bool cgroups = false;        // a CGROUP record per existing cgroup
-  bool say_unnamed_cgroups = false;  // notice when cgroups were asked for but none is mounted
+  // Say what the state lacks (cgroups asked for but no v2 hierarchy, map
+  // loads not paired with the JIT code): once per recording, not per file.
+  bool say_lacks = true;
   bool finished_init = false;  // end with FINISHED_INIT (a file's preamble)
 };
 

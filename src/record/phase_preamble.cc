@@ -119,7 +119,7 @@ Result<host::BpfSynthesis> Recorder::write_file_start(host::Snapshot& snapshot) 
   host::InitialStateOptions initial;
   initial.trailer = layout_->id_hdr_size();
   initial.cgroups = names_cgroups(o_);
-  initial.say_unnamed_cgroups = o_.cgroup && !switched_;
+  initial.say_lacks = !switched_ || switched_->renamed() == 0;  // the first file
   initial.finished_init = true;
   BPFPROF_ASSIGN_OR_RETURN(
       host::BpfSynthesis bpf,
@@ -127,12 +127,6 @@ Result<host::BpfSynthesis> Recorder::write_file_start(host::Snapshot& snapshot) 
           snapshot, initial, [&] { return live_prog_loads(events); },
           [&](std::span<const std::byte> b) { return writer.append(b); }, sink_.notice));
   BPFPROF_TRY(writer.finish_round());
-  if (bpf.maps_unpaired > 0 && sink_.notice) {
-    sink_.notice(
-        fmt::format("{} program{} loaded before recording: map loads not paired with the JIT code "
-                    "(annotate shows their raw addresses)",
-                    bpf.maps_unpaired, bpf.maps_unpaired == 1 ? "" : "s"));
-  }
   // Who holds the programs there before us, where every program is
   // attached: listed now, into the data at once.
   host::ProgramPlaces places =
