@@ -142,6 +142,20 @@ int attach_floor(uint64_t id, const char* name) {
   return prog;
 }
 
+// A program that returns at once on raw tracepoint `name` (sys_enter,
+// sys_exit: every system call of every task), attached by
+// BPF_RAW_TRACEPOINT_OPEN; the program's fd is returned.
+int attach_raw_floor(const char* name, const char* prog_name) {
+  const int prog = load_trivial(BPF_PROG_TYPE_RAW_TRACEPOINT, prog_name);
+  if (prog < 0) fail("BPF_PROG_LOAD of a raw tracepoint program");
+  bpf_attr attr;
+  std::memset(&attr, 0, sizeof attr);
+  attr.raw_tracepoint.name = reinterpret_cast<uint64_t>(name);
+  attr.raw_tracepoint.prog_fd = static_cast<uint32_t>(prog);
+  if (sys_bpf(BPF_RAW_TRACEPOINT_OPEN, attr) < 0) fail("BPF_RAW_TRACEPOINT_OPEN");
+  return prog;
+}
+
 // The kernel's run statistics of program `fd` (kernel.bpf_stats_enabled).
 void print_run_stats(int fd, const char* name) {
   bpf_prog_info info;
@@ -176,6 +190,10 @@ int main(int argc, char** argv) {
     }
     floor_enter = attach_floor(enter, "floor_enter");
     floor_exit = attach_floor(exit, "floor_exit");
+  }
+  if (std::getenv("BPFPROF_COST_RAW_FLOOR")) {
+    floor_enter = attach_raw_floor("sys_enter", "floor_enter");
+    floor_exit = attach_raw_floor("sys_exit", "floor_exit");
   }
   const int map = create_array();
   if (map < 0) fail("BPF_MAP_CREATE");
