@@ -18,7 +18,11 @@
 # BPFPROF_COST_CONFIGS lists the configurations (default "none perf floor
 # bpfprof bpfprof-user"). "floor" attaches a program that returns at once to
 # each of the two tracepoints the capture uses (bpfprof-bpf-call-cost does,
-# with BPFPROF_COST_FLOOR): the price of the kernel's path alone. With
+# with BPFPROF_COST_FLOOR): the price of the kernel's path alone. "rawfloor"
+# attaches the same programs to the raw tracepoints sys_enter and sys_exit
+# instead (BPFPROF_COST_RAW_FLOOR), which run on every system call. In both,
+# the programs are attached only while the bpf() commands are timed, not
+# while getppid() is. With
 # BPFPROF_BEFORE naming another bpfprof binary, the configuration "before"
 # records with it (`bpfprof record -a`), so two versions of the capture are
 # compared in the same rounds.
@@ -49,6 +53,8 @@ bench() {  # name: appends one figure per measure to its file
     awk '/usecs\/op/ {printf "%.0f\n", $1 * 1000}' >>"$work/$1.getppid"
   if [ "$1" = floor ]; then
     BPFPROF_COST_FLOOR=$floor_ids "$bin/bpfprof-bpf-call-cost" "$calls" "$loads" >"$work/$1.bpf"
+  elif [ "$1" = rawfloor ]; then
+    BPFPROF_COST_RAW_FLOOR=1 "$bin/bpfprof-bpf-call-cost" "$calls" "$loads" >"$work/$1.bpf"
   else
     "$bin/bpfprof-bpf-call-cost" "$calls" "$loads" >"$work/$1.bpf"
   fi
@@ -86,6 +92,7 @@ for ((i = 0; i < rounds; i++)); do
     case $name in
       none) bench none ;;
       floor) bench floor ;;
+      rawfloor) bench rawfloor ;;
       perf) under perf perf record -a -F 999 -q -o "$work/perf.data" ;;
       bpfprof) under bpfprof "$bin/bpfprof" record -a -F 999 -q -o "$work/bpfprof.data" ;;
       bpfprof-user)
@@ -101,6 +108,7 @@ label() {
   case $1 in
     none) echo "no recording" ;;
     floor) echo "two programs returning at once" ;;
+    rawfloor) echo "the same on the raw sys_enter/sys_exit" ;;
     perf) echo "perf record -a -F 999" ;;
     bpfprof) echo "bpfprof record -a (in-kernel)" ;;
     bpfprof-user) echo "bpfprof record -a --enrich user" ;;
