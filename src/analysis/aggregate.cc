@@ -216,7 +216,7 @@ profile::ChargeId charge_of(const CostModel& cost, const perf::Sample& sample, u
                             bool stacks, const symbols::Symbolizer& sym, Worker& w,
                             symbols::Symbolizer::Holds& holds) {
   if (sample.callchain.empty()) return 0;
-  if (!stacks) symbolize_sample(sym, sample, cpumode, true, w.chain_frames, &holds);
+  if (!stacks) symbolize_for_charge(sym, sample, cpumode, w.chain_frames, &holds);
   const std::vector<SymbolizedFrame>& chain = stacks ? w.frames : w.chain_frames;
   switch (cost.classify(chain, chain_truncated(sample), sample.pid, sample.time, w.cost_cache,
                         w.charge, &holds)) {
@@ -286,12 +286,35 @@ Counts* find_slot(const Session& session, const AggregateOptions& options, const
   return it->second;
 }
 
-// The addresses a sample's frames and charge are looked up by: the
-// callchain, or without one the leaf ip. Empty: not remembered.
-Bytes memo_words(const perf::Sample& sample) {
-  if (!sample.callchain.empty()) return sample.callchain.bytes();
-  if (sample.ip != 0) return std::as_bytes(std::span(&sample.ip, 1));
-  return {};
+// The addresses a sample's frames and charge are looked up by: with
+// `stacks` the whole callchain; else the chain's words up to the kernel
+// part's end (the charge reads no user frame, symbolize_for_charge), or up
+// to the leaf where it is user code; without a chain the leaf ip. Empty:
+// not remembered.
+Bytes memo_words(const perf::Sample& sample, bool kernel, bool stacks) {
+  if (sample.callchain.empty()) {
+    if (sample.ip != 0) return std::as_bytes(std::span(&sample.ip, 1));
+    return {};
+  }
+  const Bytes all = sample.callchain.bytes();
+  if (stacks) return all;
+  const perf::U64Array& chain = sample.callchain;
+  // As for_each_frame walks it: markers switch the space, other spaces'
+  // frames are skipped, the first frame left is the leaf.
+  bool user = !kernel, other = false, leaf = false;
+  for (size_t i = 0; i < chain.size(); i++) {
+    const uint64_t ip = chain[i];
+    if (ip >= perf::kContextMax) {
+      if (ip == perf::kContextUser && leaf) return all.first(i * sizeof(uint64_t));
+      user = ip == perf::kContextUser;
+      other = ip != perf::kContextUser && ip != perf::kContextKernel;
+      continue;
+    }
+    if (other || leaf) continue;
+    leaf = true;
+    if (user) return all.first((i + 1) * sizeof(uint64_t));
+  }
+  return all;
 }
 
 uint64_t memo_hash(const perf::Sample& s, bool kernel, Bytes words) {
@@ -320,7 +343,7 @@ void add_sample(const Session& session, const AggregateOptions& options, const C
   }
   const uint16_t cpumode = record.cpumode();
   const bool kernel = cpumode == perf::kMiscKernel;
-  const Bytes words = memo_words(sample);
+  const Bytes words = memo_words(sample, kernel, options.stacks);
   const uint64_t hash = words.empty() ? 0 : memo_hash(sample, kernel, words);
   const size_t at = hash & (kSampleMemos - 1);
   SampleMemo& m = w.memos[at];

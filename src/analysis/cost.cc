@@ -134,15 +134,38 @@ struct WindowFrame {
   std::string_view name;
 };
 
-bool is_kernel(symbols::FrameKind k) {
-  return k == symbols::FrameKind::kKernel || k == symbols::FrameKind::kModule ||
-         k == symbols::FrameKind::kBpf || k == symbols::FrameKind::kBpfImage ||
-         k == symbols::FrameKind::kUnknown;
+// Kernel code, known or not: a user frame without a symbol is unknown too,
+// but for a user-space reason, and a chain's user part charges no program.
+bool is_kernel(const symbols::Frame& f) {
+  using symbols::FrameKind;
+  using symbols::Unknown;
+  if (f.kind == FrameKind::kUnknown) {
+    return f.unknown == Unknown::kNoKallsyms || f.unknown == Unknown::kKernelNoSymbol ||
+           f.unknown == Unknown::kBpfNotAlive;
+  }
+  return f.kind == FrameKind::kKernel || f.kind == FrameKind::kModule ||
+         f.kind == FrameKind::kBpf || f.kind == FrameKind::kBpfImage;
 }
 
 }  // namespace
 
 const std::span<const DispatchFrame> kDispatchFrames{kTable};
+
+void symbolize_for_charge(const symbols::Symbolizer& sym, const perf::Sample& sample,
+                          uint16_t cpumode, std::vector<SymbolizedFrame>& out,
+                          symbols::Symbolizer::Holds* holds) {
+  out.clear();
+  bool done = false;
+  for_each_frame(sample, cpumode, true, [&](const FrameRequest& r) {
+    if (done || !r.kernel) {
+      done = true;  // the user part: classify stops there
+      return;
+    }
+    out.push_back(symbolize_frame(sym, sample, r, holds));
+    const symbols::Frame& f = out.back().frame;
+    done = !is_kernel(f) || (f.kind == symbols::FrameKind::kBpf && f.bpf_program != 0);
+  });
+}
 
 const DispatchFrame* dispatch_frame(std::string_view symbol) {
   for (const DispatchFrame& e : kTable) {
@@ -206,7 +229,7 @@ CostOutcome CostModel::classify(std::span<const SymbolizedFrame> frames, bool tr
   size_t i = 0;
   for (; i < frames.size(); i++) {
     const symbols::Frame& f = frames[i].frame;
-    if (!is_kernel(f.kind)) break;  // the user part
+    if (!is_kernel(f)) break;  // the user part
     if (frames[i].ip == 0 || f.unknown == symbols::Unknown::kBpfNotAlive) {
       return CostOutcome::kUnproven;
     }
@@ -227,7 +250,7 @@ CostOutcome CostModel::classify(std::span<const SymbolizedFrame> frames, bool tr
   // narrow which programs it runs.
   for (i++; i < frames.size(); i++) {
     const symbols::Frame& f = frames[i].frame;
-    if (!is_kernel(f.kind) || f.kind == symbols::FrameKind::kBpf) break;
+    if (!is_kernel(f) || f.kind == symbols::FrameKind::kBpf) break;
     const DispatchFrame* e = dispatch_frame(f.symbol);
     if (e != nullptr && !e->leaf_only) window.push_back({e, name_part(*e, f.symbol)});
   }

@@ -71,8 +71,8 @@ class CostModel {
  public:
   CostModel(const symbols::Symbolizer& sym, const perfdata::Features& features);
 
-  // Charges the sample whose frames (leaf first, as symbolize_sample gives
-  // them with the whole chain) are `frames`; `truncated` when the kernel cut
+  // Charges the sample whose frames (leaf first: symbolize_for_charge's, or
+  // symbolize_sample's with the whole chain) are `frames`; `truncated` when the kernel cut
   // the chain. Only the kernel part is read. `holds` is narrowed to the times
   // for which the programs alive at the hook stay the same.
   CostOutcome classify(std::span<const SymbolizedFrame> frames, bool truncated, uint32_t pid,
@@ -88,6 +88,15 @@ class CostModel {
   };
   std::vector<Program> programs_;  // index = Frame::bpf_program - 1
 };
+
+// The frames of `sample` that decide its charge, symbolized (leaf first):
+// its kernel part, up to the first frame of a BPF program or outside the
+// kernel, where classify stops. The user part is not looked up (no program
+// runs there; with a deep user stack it is most of a chain's lookups).
+// `holds` as symbolize_sample's.
+void symbolize_for_charge(const symbols::Symbolizer& sym, const perf::Sample& sample,
+                          uint16_t cpumode, std::vector<SymbolizedFrame>& out,
+                          symbols::Symbolizer::Holds* holds = nullptr);
 
 // Charges summed per program (index = Frame::bpf_program - 1): callees and
 // dispatch as charged, and the dispatch of hooks several programs share

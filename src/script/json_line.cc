@@ -92,7 +92,7 @@ void format_json(const analysis::Session& session, const analysis::OrderedSample
     if (!scratch.cost) {
       scratch.cost = std::make_unique<analysis::CostModel>(sym, session.reader().features());
     }
-    analysis::symbolize_sample(sym, sample, ref.record.cpumode(), true, scratch.chain);
+    analysis::symbolize_for_charge(sym, sample, ref.record.cpumode(), scratch.chain);
     charged = scratch.cost->classify(scratch.chain, analysis::chain_truncated(sample),
                                      sample.pid, sample.time, scratch.cost_cache, scratch.charge,
                                      nullptr) == analysis::CostOutcome::kCharged;

@@ -236,7 +236,7 @@ Result<Interval> LiveSession::end_interval() {
     const symbols::Frame f = sym.lookup(s->pid, s->ip, s->time, mode == perf::kMiscKernel);
     if (f.bpf_program != 0 && f.bpf_program <= by_program.size()) by_program[f.bpf_program - 1]++;
     if (!s->callchain.empty()) {
-      analysis::symbolize_sample(sym, *s, mode, true, chain);
+      analysis::symbolize_for_charge(sym, *s, mode, chain);
       if (cost.classify(chain, analysis::chain_truncated(*s), s->pid, s->time, cost_cache, charge,
                         nullptr) == analysis::CostOutcome::kCharged) {
         tally.add(charge, 1);
