@@ -108,8 +108,9 @@ struct StackKeyHash {
 
 // A sample seen before, by everything the symbolization of a sample depends
 // on besides its time: pid, tid, cgroup id, whether the leaf is kernel code,
-// and the addresses looked up (the leaf ip; the whole callchain, context
-// markers included, when the sample has one: its charge depends on it). Kept with the count slot that sample went to,
+// and the addresses looked up (memo_words: the leaf ip, or the callchain's
+// words its frames and charge are read from, context markers included).
+// Kept with the count slot that sample went to,
 // what it added to the diagnostics, and the times [from, to) for which every
 // lookup made for it (frames and comm) gives the same answer: a sample with
 // the same key in that time goes to the same slot and adds the same counts.
