@@ -308,11 +308,13 @@ Result<Annotation> annotate(const analysis::Session& session, std::string_view q
     Listing& l = a.listings[listing_of[i]];
     l.callee_samples++;
     const uint32_t fn = frame->frame.bpf_function;
-    if (!l.unavailable.empty() || fn >= function_map[i].size() || function_map[i][fn] < 0) return;
-    const uint64_t off = frame->ip - progs[i].functions[fn].addr;
-    if (off <= UINT32_MAX) {
-      add_callee_samples(l.functions[function_map[i][fn]], static_cast<uint32_t>(off), 1);
+    bool at_call = false;
+    if (l.unavailable.empty() && fn < function_map[i].size() && function_map[i][fn] >= 0) {
+      const uint64_t off = frame->ip - progs[i].functions[fn].addr;
+      at_call = off <= UINT32_MAX &&
+                add_callee_samples(l.functions[function_map[i][fn]], static_cast<uint32_t>(off), 1);
     }
+    if (!at_call) l.callee_samples_not_at_call++;
   };
   // Through the session: it drops the pages behind the walk and reports progress.
   Status walked = session.for_each_record([&](const perf::RecordView& r, uint64_t) {

@@ -83,6 +83,10 @@ struct Listing {
   uint64_t samples = 0;        // leaf samples in the selected instances
   uint64_t samples_outside = 0;  // of those, at offsets the stored code does not cover
   uint64_t callee_samples = 0;   // the selected instances' callees (docs/cost.md)
+  // Of those, the ones no call instruction is counted for: the program's
+  // frame is no call's return address (an interrupt taken inside the
+  // program), or the stored code does not cover it.
+  uint64_t callee_samples_not_at_call = 0;
   bool has_lines = false;      // line info and BTF were stored
   std::string unavailable;     // why there is no code to show ("" = functions are filled)
   std::vector<AnnotatedFunction> functions;  // main function first

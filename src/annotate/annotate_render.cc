@@ -87,8 +87,15 @@ std::string render_annotate_text(const Annotation& a, bool color) {
     out += fmt::format(", code from the stored info of id {}{}\n", l.code_id,
                        l.has_lines ? "" : " (no line info or BTF stored: instructions only)");
     if (l.callee_samples) {
-      out += fmt::format("callee samples {} (helpers, maps, kfuncs it called: [callees N] at each call)\n",
-                         l.callee_samples);
+      out += fmt::format(
+          "callee samples {} (helpers, maps, kfuncs it called: [callees N] at each call",
+          l.callee_samples);
+      if (l.callee_samples_not_at_call) {
+        out +=
+            fmt::format("; {} not at a call: an interrupt inside the program, or code not stored",
+                        l.callee_samples_not_at_call);
+      }
+      out += ")\n";
     }
     if (l.samples_outside) {
       out += fmt::format("{} samples fell outside the stored code (functions or offsets it lacks)\n",
@@ -133,17 +140,19 @@ std::string render_annotate_json(const Annotation& a) {
                                {"lines", std::move(lines)},
                                {"line_totals", std::move(totals)}});
     }
-    programs.push_back(Json{{"name", l.name},
-                            {"tag", l.tag},
-                            {"ids", l.ids},
-                            {"code_id", l.unavailable.empty() ? Json(l.code_id) : Json(nullptr)},
-                            {"samples", l.samples},
-                            {"percent", percent_of_rounded(l.samples, a.total_samples)},
-                            {"samples_outside", l.samples_outside},
-                            {"callee_samples", l.callee_samples},
-                            {"has_lines", l.has_lines},
-                            {"unavailable", l.unavailable.empty() ? Json(nullptr) : Json(l.unavailable)},
-                            {"functions", std::move(functions)}});
+    programs.push_back(
+        Json{{"name", l.name},
+             {"tag", l.tag},
+             {"ids", l.ids},
+             {"code_id", l.unavailable.empty() ? Json(l.code_id) : Json(nullptr)},
+             {"samples", l.samples},
+             {"percent", percent_of_rounded(l.samples, a.total_samples)},
+             {"samples_outside", l.samples_outside},
+             {"callee_samples", l.callee_samples},
+             {"callee_samples_not_at_call", l.callee_samples_not_at_call},
+             {"has_lines", l.has_lines},
+             {"unavailable", l.unavailable.empty() ? Json(nullptr) : Json(l.unavailable)},
+             {"functions", std::move(functions)}});
   }
   Json out{{"query", a.query},
            {"selected_by", selected_by_name(a.selected_by)},
