@@ -12,6 +12,7 @@
 #include <set>
 
 #include "bpf/query.h"
+#include "host/attach_internal.h"
 #include "host/kernel_maps.h"
 #include "host/proc_fds.h"
 #include "host/synthesize.h"
@@ -19,11 +20,8 @@
 namespace bpfprof::host {
 namespace {
 
+using detail::open_dir;
 using perfdata::ProgramHolder;
-
-std::unique_ptr<DIR, int (*)(DIR*)> open_dir(const std::string& path) {
-  return {::opendir(path.c_str()), &::closedir};
-}
 
 std::string link_target(const std::string& path) {
   char buf[64];
