@@ -47,10 +47,11 @@ Status Recorder::switch_output() {
   EnrichmentStats enrichment = in_kernel_ ? in_kernel_->stats() : enricher_->stats_so_far();
   enrichment.capture_refused = capture_refused_;
   enrichment.capture_errno = capture_errno_;
-  // Where the file's programs are attached: those still attached now (the
-  // next file lists them again at its start), and those that name their
-  // point without a link, as the last file's close does.
-  Status listed = sections_->list_at_end();
+  // Where the file's programs are attached: the links and attachments the
+  // capture saw while it was current (the host is listed again at the next
+  // file's start, not here: the switch stays short), and the programs that
+  // name their point without a link, as the last file's close does.
+  Status listed = sections_->take_captured();
   std::vector<bpf::ProgInfo> at_start;
   std::map<uint32_t, bpf::ProgInfo> during;
   const std::set<uint32_t> synthesized(file_.synthesized.begin(), file_.synthesized.end());

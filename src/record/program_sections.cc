@@ -119,21 +119,24 @@ Result<bool> ProgramSections::relist_tc(uint64_t now_ns) {
   return found;
 }
 
-Status ProgramSections::list_at_end() {
+Status ProgramSections::take_captured() {
+  if (!in_kernel_) return ok_status();
   // Each piece is kept in memory even when writing one failed (the close
   // cuts the file back and reports it): the first error is returned.
-  Status first = ok_status();
+  std::vector<perfdata::AttachEntry> links;
+  in_kernel_->take_attach(links);
+  Status first = add_attach(std::move(links));
+  std::vector<std::pair<uint32_t, uint64_t>> loaders;
+  in_kernel_->take_loader_cgroups(loaders);
+  Status second = add_loaders(std::move(loaders));
+  return first.ok() ? second : first;
+}
+
+Status ProgramSections::list_at_end() {
+  Status first = take_captured();
   auto keep = [&first](Status s) {
     if (first.ok() && !s.ok()) first = std::move(s);
   };
-  if (in_kernel_) {
-    std::vector<perfdata::AttachEntry> links;
-    in_kernel_->take_attach(links);
-    keep(add_attach(std::move(links)));
-    std::vector<std::pair<uint32_t, uint64_t>> loaders;
-    in_kernel_->take_loader_cgroups(loaders);
-    keep(add_loaders(std::move(loaders)));
-  }
   host::AttachScan end = host::scan_attach_points(cgroup2_, perfdata::AttachEntry::kAtEnd, monotonic_ns());
   attach_.perf_fds_lost += end.perf_fds_lost;
   attach_.fd_dirs_unreadable = std::max(attach_.fd_dirs_unreadable, end.fd_dirs_unreadable);

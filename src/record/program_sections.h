@@ -68,6 +68,9 @@ class ProgramSections {
   // still held, and the points attached during the recording and still
   // there (those listed at start are not repeated).
   Status list_at_end();
+  // The capture's part of it alone (no listing of the host): what it held,
+  // for a file --switch-output closes (the next file lists the host).
+  Status take_captured();
 
   // The programs that name their point without a link (`syscall`,
   // `test_run only`): `at_start` were synthesized, `during` loaded while
