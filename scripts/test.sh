@@ -59,8 +59,13 @@ ctest --test-dir "$build" -j2 -R "$plain_tests" --output-on-failure --timeout 60
   tee "$logs/plain" || status=$?
 check_skips "$logs/plain" "plain build"
 phase "tests with the shipped binary: $(ctest_counts "$logs/plain")"
-scripts/fuzz.sh "${BPFPROF_FUZZ_SECONDS:-20}" || status=1  # libFuzzer targets, short run
-phase "fuzz build and run"
+# libFuzzer targets, short run; a failed build or finding says so in the summary.
+if scripts/fuzz.sh "${BPFPROF_FUZZ_SECONDS:-20}"; then
+  phase "fuzz build and run"
+else
+  status=1
+  phase "fuzz build and run: FAILED"
+fi
 
 # The same tests under sanitizers, each tree in its own directory, built at
 # -O1 -g1 without the benchmark helpers (CMakeLists.txt) and run with -j2.
