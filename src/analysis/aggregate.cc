@@ -1,27 +1,24 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "analysis/aggregate.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
-#include <array>
 #include <deque>
-#include <cstring>
 #include <map>
-#include <span>
 #include <mutex>
 #include <string>
 #include <thread>
 #include <unordered_map>
 
-#include <fmt/format.h>
-
 #include "analysis/cost.h"
 #include "analysis/program_table.h"
 #include "analysis/sample_frames.h"
+#include "analysis/sample_memo.h"
 
 namespace bpfprof::analysis {
 namespace {
 
-constexpr size_t kUnknownReasons = symbols::kUnknownCount;
 // Chunks a pass-2 thread takes at once (about 30k samples).
 constexpr size_t kChunksPerClaim = 8;
 using profile::Counts;
@@ -106,55 +103,6 @@ struct StackKeyHash {
   }
 };
 
-// A sample seen before, by everything the symbolization of a sample depends
-// on besides its time: pid, tid, cgroup id, whether the leaf is kernel code,
-// and the addresses looked up (memo_words: the leaf ip, or the callchain's
-// words its frames and charge are read from, context markers included).
-// Kept with the count slot that sample went to,
-// what it added to the diagnostics, and the times [from, to) for which every
-// lookup made for it (frames and comm) gives the same answer: a sample with
-// the same key in that time goes to the same slot and adds the same counts.
-// One cache line; a callchain's words and unknown-frame counts lie beside it
-// (SampleMemoTail), read when the key has more than one word or the sample
-// had unknown frames.
-struct SampleMemo {
-  uint64_t hash = 0;
-  uint64_t from = 0, to = 0;  // to == 0: empty
-  uint64_t cgroup = 0;
-  uint64_t leaf = 0;  // the one word of a leaf key
-  profile::Counts* slot = nullptr;
-  uint32_t pid = 0, tid = 0;
-  uint16_t key_bytes = 0;  // records are under 64 KiB
-  bool kernel = false;
-  bool unknowns = false;  // the tail's `unknown` are not all 0
-  uint8_t bpf_unattributed = 0, cgroup_unknown = 0;
-  uint8_t dispatch_unattributed = 0, cost_unproven = 0;
-};
-static_assert(sizeof(SampleMemo) <= 64);
-struct SampleMemoTail {
-  std::vector<std::byte> words;  // a callchain key
-  // Record sizes cap a chain at 8191 frames.
-  std::array<uint16_t, kUnknownReasons> unknown{};
-};
-// Direct-mapped by the key's hash (a power of two).
-constexpr size_t kSampleMemos = 4096;
-
-// The diagnostics a memo replays, read before and after a miss (not the
-// whole table: a miss is the common case of a callchain recording).
-struct MemoCounts {
-  std::array<uint64_t, kUnknownReasons> unknown{};
-  uint64_t bpf_unattributed = 0, cgroup_unknown = 0, dispatch_unattributed = 0, cost_unproven = 0;
-  explicit MemoCounts(const DiagCounts& d)
-      : bpf_unattributed(d[Diag::kBpfSamplesUnattributed]),
-        cgroup_unknown(d[Diag::kCgroupUnknown]),
-        dispatch_unattributed(d[Diag::kBpfDispatchUnattributed]),
-        cost_unproven(d[Diag::kBpfCostUnproven]) {
-    for (size_t k = 1; k < kUnknownReasons; k++) {
-      unknown[k] = d[symbols::unknown_frames_diag(static_cast<symbols::Unknown>(k))];
-    }
-  }
-};
-
 // Per-worker state: its profile, which also holds the diagnostics of its
 // samples (counted where each problem is found; merging the profiles adds
 // them up), scratch buffers reused across samples, and caches from
@@ -175,8 +123,7 @@ struct Worker {
   std::unordered_map<LeafKey, Counts*, LeafKeyHash> leaf_slots;
   std::unordered_map<FrameRef, profile::FrameId, FrameRefHash> frame_ids;
   std::unordered_map<StackKey, Counts*, StackKeyHash> stack_slots;
-  std::vector<SampleMemo> memos = std::vector<SampleMemo>(kSampleMemos);
-  std::vector<SampleMemoTail> memo_tails = std::vector<SampleMemoTail>(kSampleMemos);
+  SampleMemos memos;
   std::unordered_map<uint64_t, std::string> unnamed_cgroups;  // id -> "[cgroup id N]"
 
   DiagCounts& diag() { return profile.diagnostics(); }
@@ -287,45 +234,6 @@ Counts* find_slot(const Session& session, const AggregateOptions& options, const
   return it->second;
 }
 
-// The addresses a sample's frames and charge are looked up by: with
-// `stacks` the whole callchain; else the chain's words up to the kernel
-// part's end (the charge reads no user frame, symbolize_for_charge), or up
-// to the leaf where it is user code; without a chain the leaf ip. Empty:
-// not remembered.
-Bytes memo_words(const perf::Sample& sample, bool kernel, bool stacks) {
-  if (sample.callchain.empty()) {
-    if (sample.ip != 0) return std::as_bytes(std::span(&sample.ip, 1));
-    return {};
-  }
-  const Bytes all = sample.callchain.bytes();
-  if (stacks) return all;
-  const perf::U64Array& chain = sample.callchain;
-  // As for_each_frame walks it: markers switch the space, other spaces'
-  // frames are skipped, the first frame left is the leaf.
-  bool user = !kernel, other = false, leaf = false;
-  for (size_t i = 0; i < chain.size(); i++) {
-    const uint64_t ip = chain[i];
-    if (ip >= perf::kContextMax) {
-      if (ip == perf::kContextUser && leaf) return all.first(i * sizeof(uint64_t));
-      user = ip == perf::kContextUser;
-      other = ip != perf::kContextUser && ip != perf::kContextKernel;
-      continue;
-    }
-    if (other || leaf) continue;
-    leaf = true;
-    if (user) return all.first((i + 1) * sizeof(uint64_t));
-  }
-  return all;
-}
-
-uint64_t memo_hash(const perf::Sample& s, bool kernel, Bytes words) {
-  uint64_t h = mix(mix((uint64_t{s.pid} << 32) | s.tid, s.cgroup), kernel);
-  for (size_t i = 0; i + 8 <= words.size(); i += 8) {
-    h = (h ^ load_unaligned<uint64_t>(words.data() + i)) * 0x9e3779b97f4a7c15ULL;
-  }
-  return h ^ (h >> 29);
-}
-
 void add_sample(const Session& session, const AggregateOptions& options, const CostModel& cost,
                 const perf::RecordView& record, const perf::SampleLayout& layout, Worker& w) {
   perf::Sample& sample = w.sample;
@@ -344,60 +252,16 @@ void add_sample(const Session& session, const AggregateOptions& options, const C
   }
   const uint16_t cpumode = record.cpumode();
   const bool kernel = cpumode == perf::kMiscKernel;
-  const Bytes words = memo_words(sample, kernel, options.stacks);
-  const uint64_t hash = words.empty() ? 0 : memo_hash(sample, kernel, words);
-  const size_t at = hash & (kSampleMemos - 1);
-  SampleMemo& m = w.memos[at];
-  if (!words.empty() && m.hash == hash && sample.time >= m.from && sample.time < m.to &&
-      m.pid == sample.pid && m.tid == sample.tid && m.cgroup == sample.cgroup &&
-      m.kernel == kernel && m.key_bytes == words.size() &&
-      (words.size() == 8 ? load_unaligned<uint64_t>(words.data()) == m.leaf
-                         : std::memcmp(words.data(), w.memo_tails[at].words.data(), words.size()) == 0)) {
-    DiagCounts& diag = w.diag();
-    if (m.unknowns) {
-      const SampleMemoTail& tail = w.memo_tails[at];
-      for (size_t k = 1; k < kUnknownReasons; k++) {
-        diag[symbols::unknown_frames_diag(static_cast<symbols::Unknown>(k))] += tail.unknown[k];
-      }
-    }
-    diag[Diag::kBpfSamplesUnattributed] += m.bpf_unattributed;
-    diag[Diag::kCgroupUnknown] += m.cgroup_unknown;
-    diag[Diag::kBpfDispatchUnattributed] += m.dispatch_unattributed;
-    diag[Diag::kBpfCostUnproven] += m.cost_unproven;
-    w.profile.add_to(*m.slot, sample.period, sample.time);
+  const SampleMemos::Key key = SampleMemos::key_of(sample, kernel, options.stacks);
+  if (Counts* hit = w.memos.find(key, sample, kernel, w.diag())) {
+    w.profile.add_to(*hit, sample.period, sample.time);
     return;
   }
   const MemoCounts before(w.diag());
   symbols::Symbolizer::Holds holds;
   Counts* slot = find_slot(session, options, cost, sample, cpumode, w, holds);
   w.profile.add_to(*slot, sample.period, sample.time);
-  if (words.empty() || holds.from > sample.time || sample.time >= holds.to) return;
-  SampleMemoTail& tail = w.memo_tails[at];
-  m.hash = hash;
-  m.from = holds.from;
-  m.to = holds.to;
-  m.pid = sample.pid;
-  m.tid = sample.tid;
-  m.cgroup = sample.cgroup;
-  m.kernel = kernel;
-  m.slot = slot;
-  m.key_bytes = static_cast<uint16_t>(words.size());
-  if (words.size() == 8) {
-    m.leaf = load_unaligned<uint64_t>(words.data());
-  } else {
-    tail.words.assign(words.begin(), words.end());
-  }
-  // What this sample added to the diagnostics, replayed on a hit.
-  const MemoCounts after(w.diag());
-  m.unknowns = false;
-  for (size_t k = 1; k < kUnknownReasons; k++) {
-    tail.unknown[k] = static_cast<uint16_t>(after.unknown[k] - before.unknown[k]);
-    m.unknowns = m.unknowns || tail.unknown[k] != 0;
-  }
-  m.bpf_unattributed = static_cast<uint8_t>(after.bpf_unattributed - before.bpf_unattributed);
-  m.cgroup_unknown = static_cast<uint8_t>(after.cgroup_unknown - before.cgroup_unknown);
-  m.dispatch_unattributed = static_cast<uint8_t>(after.dispatch_unattributed - before.dispatch_unattributed);
-  m.cost_unproven = static_cast<uint8_t>(after.cost_unproven - before.cost_unproven);
+  w.memos.remember(key, sample, kernel, slot, holds, before, MemoCounts(w.diag()));
 }
 
 // Chunks [first, last) into `w`. Pass 1 accepted every record in them, so
