@@ -103,7 +103,7 @@ struct Enricher::Worker {
 
   std::deque<Pending> pending;
   // Guarded by learned_mu with `got` and `stats`: a switch of output files
-  // reads copies while the thread runs (snapshot()).
+  // reads copies while the thread runs (gather_stats, gather_run_stats).
   std::vector<EnrichedProgram> programs;
   uint64_t lost = 0, errors = 0;
   // Kept in arrival order and put in maps by stop(): tree walks over a
@@ -321,8 +321,13 @@ void Enricher::take_learned(std::vector<bpf::ProgInfo>& infos, std::vector<bpf::
   }
 }
 
-EnrichmentStats Enricher::stats_so_far() const {
-  if (stopped_) return stats_;
+EnrichmentStats Enricher::stats_so_far() const { return stopped_ ? stats_ : gather_stats(); }
+
+RunStatsTable Enricher::run_stats_so_far() const {
+  return stopped_ ? run_stats_ : gather_run_stats();
+}
+
+EnrichmentStats Enricher::gather_stats() const {
   EnrichmentStats s;
   s.threads = workers_.size();
   s.pinned = config_.per_cpu;
@@ -339,8 +344,7 @@ EnrichmentStats Enricher::stats_so_far() const {
   return s;
 }
 
-RunStatsTable Enricher::run_stats_so_far() const {
-  if (stopped_) return run_stats_;
+RunStatsTable Enricher::gather_run_stats() const {
   RunStatsTable t;
   for (const auto& w : workers_) {
     std::lock_guard<std::mutex> lock(w->learned_mu);
@@ -358,25 +362,17 @@ void Enricher::stop() {
   for (auto& w : workers_) {
     if (w->thread.joinable()) w->thread.join();
   }
-  stats_.threads = workers_.size();
-  stats_.pinned = config_.per_cpu;
-  stats_.sched = workers_.empty() ? EnricherSched::kOther : EnricherSched::kFifo;
   for (auto& w : workers_) {
     for (CpuRing& r : w->rings) (void)perf::disable_event(r.fd.get());
     w->react();  // whatever arrived between the thread's last pass and disable
-    stats_.sched = std::min(stats_.sched, w->got);
-    stats_.lost += w->lost;
-    stats_.errors += w->errors;
-    stats_.programs.insert(stats_.programs.end(), w->programs.begin(), w->programs.end());
     // An id in two workers (a BTF shared by programs loaded on two CPUs): the first.
     for (bpf::ProgInfo& info : w->infos) infos_.emplace(info.id(), std::move(info));
     for (bpf::BtfBlob& btf : w->btfs) btfs_.emplace(btf.id, std::move(btf));
     w->infos.clear();
     w->btfs.clear();
-    run_stats_.merge(w->stats);
   }
-  std::sort(stats_.programs.begin(), stats_.programs.end(),
-            [](const auto& a, const auto& b) { return a.acquired_ns < b.acquired_ns; });
+  stats_ = gather_stats();
+  run_stats_ = gather_run_stats();
   // Programs still loaded: their final values, while the statistics are on.
   if (config_.run_stats) run_stats_.poll(true);
 }

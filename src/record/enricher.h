@@ -115,6 +115,9 @@ class Enricher {
  private:
   struct Worker;
   Enricher() = default;
+  // The workers' figures, each read under its lock.
+  EnrichmentStats gather_stats() const;
+  RunStatsTable gather_run_stats() const;
 
   std::vector<std::unique_ptr<Worker>> workers_;
   UniqueFd stop_fd_;  // eventfd written by stop(); every worker's epoll watches it

@@ -66,7 +66,10 @@ Result<RecordStats> Recorder::finish() {
     btfs_at_start.clear();
   }
   // Programs that name their point without a link: `syscall`, `test_run only`.
-  Status named = sections_->name_unlinked(at_start, infos, enrichment.programs);
+  std::vector<const bpf::ProgInfo*> start_ptrs, during_ptrs;
+  for (const bpf::ProgInfo& p : at_start) start_ptrs.push_back(&p);
+  for (const auto& [id, p] : infos) during_ptrs.push_back(&p);
+  Status named = sections_->name_unlinked(start_ptrs, during_ptrs, enrichment.programs);
   merge_prog_infos(infos, std::move(at_start));
   merge_btfs(btfs, std::move(btfs_at_start));
   std::set<uint32_t> stored;

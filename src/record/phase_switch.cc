@@ -11,7 +11,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <map>
 #include <set>
 #include <utility>
 #include <vector>
@@ -52,15 +51,11 @@ Status Recorder::switch_output() {
   // file's start, not here: the switch stays short), and the programs that
   // name their point without a link, as the last file's close does.
   Status listed = sections_->take_captured();
-  std::vector<bpf::ProgInfo> at_start;
-  std::map<uint32_t, bpf::ProgInfo> during;
+  // The file's programs (in features now): synthesized at its start, or loaded since.
+  std::vector<const bpf::ProgInfo*> at_start, during;
   const std::set<uint32_t> synthesized(file_.synthesized.begin(), file_.synthesized.end());
-  for (const auto& [id, info] : file_.infos) {
-    if (synthesized.count(id)) {
-      at_start.push_back(info);
-    } else {
-      during.emplace(id, info);
-    }
+  for (const bpf::ProgInfo& p : features.bpf_prog_info) {
+    (synthesized.count(p.id()) ? at_start : during).push_back(&p);
   }
   Status named = sections_->name_unlinked(at_start, during, enrichment.programs);
   if (o_.bpf_stats) {

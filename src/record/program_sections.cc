@@ -152,18 +152,20 @@ Status ProgramSections::list_at_end() {
   return first;
 }
 
-Status ProgramSections::name_unlinked(const std::vector<bpf::ProgInfo>& at_start,
-                                      const std::map<uint32_t, bpf::ProgInfo>& during,
+Status ProgramSections::name_unlinked(const std::vector<const bpf::ProgInfo*>& at_start,
+                                      const std::vector<const bpf::ProgInfo*>& during,
                                       const std::vector<EnrichedProgram>& programs) {
   std::map<uint32_t, uint64_t> loaded;
   for (const EnrichedProgram& p : programs) loaded[p.id] = p.load_time_ns;
   std::vector<host::KnownProgram> known;
-  for (const bpf::ProgInfo& p : at_start) {
-    known.push_back({p.info.id, p.info.type, perfdata::AttachEntry::kAtStart, 0});
+  for (const bpf::ProgInfo* p : at_start) {
+    known.push_back({p->info.id, p->info.type, perfdata::AttachEntry::kAtStart, 0});
   }
   const uint32_t source =
       in_kernel_ ? perfdata::AttachEntry::kCaptured : perfdata::AttachEntry::kAtEnd;
-  for (const auto& [id, p] : during) known.push_back({id, p.info.type, source, loaded[id]});
+  for (const bpf::ProgInfo* p : during) {
+    known.push_back({p->id(), p->info.type, source, loaded[p->id()]});
+  }
   static const std::map<uint32_t, uint64_t> kNoTestRuns;
   return add_attach(
       host::program_points(attach_.entries, known, in_kernel_ ? in_kernel_->test_runs() : kNoTestRuns));

@@ -75,8 +75,8 @@ class ProgramSections {
   // The programs that name their point without a link (`syscall`,
   // `test_run only`): `at_start` were synthesized, `during` loaded while
   // recording (`programs` has their load times).
-  Status name_unlinked(const std::vector<bpf::ProgInfo>& at_start,
-                       const std::map<uint32_t, bpf::ProgInfo>& during,
+  Status name_unlinked(const std::vector<const bpf::ProgInfo*>& at_start,
+                       const std::vector<const bpf::ProgInfo*>& during,
                        const std::vector<EnrichedProgram>& programs);
 
   // Both sections, for the file's close.

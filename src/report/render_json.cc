@@ -4,6 +4,7 @@
 #include <charconv>
 #include <cmath>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "base/diagnostics.h"
 #include "base/percent.h"
@@ -36,26 +37,28 @@ Json attach_details_json(const std::vector<analysis::ProgramRow::AttachDetail>& 
   return out;
 }
 
-// A program's maps as bpftool names them; null when the recording does not say.
 // A metadata value typed as `bpftool -j prog show` types it: numbers and
 // booleans bare, the rest (and a number that does not parse) a string.
 Json metadata_value(const bpf::MetadataVar& v) {
-  const char* first = v.value.data();
-  const char* last = first + v.value.size();
   if (v.kind == bpf::MetadataKind::kBool && (v.value == "true" || v.value == "false")) {
     return v.value == "true";
   }
-  if (v.kind == bpf::MetadataKind::kNumber && v.value.starts_with('-')) {
-    int64_t n = 0;
-    if (auto [end, ec] = std::from_chars(first, last, n); ec == std::errc() && end == last)
-      return n;
-  } else if (v.kind == bpf::MetadataKind::kNumber) {
-    uint64_t n = 0;
-    if (auto [end, ec] = std::from_chars(first, last, n); ec == std::errc() && end == last)
-      return n;
+  // Negative numbers as int64, the others as uint64 (a u64 may pass INT64_MAX).
+  auto number = [&](auto n) -> std::optional<Json> {
+    const char* last = v.value.data() + v.value.size();
+    auto [end, ec] = std::from_chars(v.value.data(), last, n);
+    if (ec == std::errc() && end == last) return Json(n);
+    return std::nullopt;
+  };
+  if (v.kind == bpf::MetadataKind::kNumber) {
+    const std::optional<Json> n =
+        v.value.starts_with('-') ? number(int64_t{0}) : number(uint64_t{0});
+    if (n) return *n;
   }
   return v.value;
 }
+
+// A program's maps as bpftool names them; null when the recording does not say.
 
 Json maps_json(const std::optional<std::vector<bpf::MapInfo>>& maps) {
   if (!maps) return Json(nullptr);
