@@ -68,7 +68,7 @@ else
 fi
 
 # The same tests under sanitizers, each tree in its own directory, built at
-# -O1 -g1 without the benchmark helpers (CMakeLists.txt) and run with -j2.
+# -Og -g1 without the benchmark helpers (CMakeLists.txt) and run with -j2.
 # Every finding halts the process that made it, so the test fails: ASan and
 # LeakSanitizer by halt_on_error, UBSan by -fno-sanitize-recover=all.
 export ASAN_OPTIONS=halt_on_error=1:detect_leaks=1
