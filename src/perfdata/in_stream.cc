@@ -65,6 +65,10 @@ Status InStreamCollector::add(const perf::RecordView& r) {
     assembling_ = true;
     partial_ = Blob{static_cast<int>(feat), {}, r.offset};
     partial_size_ = size;
+    // Room for the whole blob (chunks of < 64 KiB each), not regrown and
+    // copied as they come; a size that lies reserves 64 MiB at most, and
+    // only the chunks that really come fill it.
+    partial_.bytes.reserve(static_cast<size_t>(std::min<uint64_t>(size, uint64_t{64} << 20)));
   } else if (!assembling_ || static_cast<int>(feat) != partial_.feat || size != partial_size_ ||
              offset != partial_.bytes.size()) {
     return bad("chunk at " + std::to_string(offset) + " does not continue a blob");
