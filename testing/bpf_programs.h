@@ -14,6 +14,7 @@
 
 #include "base/error.h"
 #include "base/unique_fd.h"
+#include "testing/paths.h"
 
 namespace bpfprof::testing {
 

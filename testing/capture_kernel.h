@@ -25,6 +25,7 @@
 #include "capture/capture_object.h"
 #include "perfdata/reader.h"
 #include "record/recorder.h"
+#include "testing/paths.h"
 #include "testing/subprocess.h"
 
 namespace bpfprof::testing::capture_kernel {

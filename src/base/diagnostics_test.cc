@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "testing/markdown_table.h"
+#include "testing/paths.h"
 
 namespace bpfprof {
 namespace {

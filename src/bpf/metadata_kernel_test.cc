@@ -16,6 +16,7 @@
 #include "bpf/metadata.h"
 #include "bpf/query.h"
 #include "testing/bpf_programs.h"
+#include "testing/paths.h"
 #include "testing/subprocess.h"
 
 namespace bpfprof::bpf {

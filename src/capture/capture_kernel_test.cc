@@ -5,9 +5,12 @@
 // the load returns; a ring too small for them says so instead of cutting.
 // Links made while it runs, a BPF_PROG_ATTACH to a cgroup and test runs are
 // captured, and named as the start and end listings name them.
+#include "testing/capture_kernel.h"
+
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <linux/bpf.h>
 #include <linux/perf_event.h>
 #include <poll.h>
@@ -26,8 +29,6 @@
 #include <thread>
 #include <vector>
 
-#include <gtest/gtest.h>
-
 #include "base/unique_fd.h"
 #include "bpf/query.h"
 #include "capture/capture.h"
@@ -36,8 +37,8 @@
 #include "perf/tracefs.h"
 #include "perfdata/reader.h"
 #include "record/recorder.h"
-#include "testing/capture_kernel.h"
 #include "testing/cgroup2.h"
+#include "testing/paths.h"
 #include "testing/subprocess.h"
 
 namespace bpfprof::capture {

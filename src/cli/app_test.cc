@@ -2,6 +2,8 @@
 // The built binary's top level: `bpfprof` alone, `help`, `version`.
 #include "cli/app.h"
 
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
@@ -10,8 +12,7 @@
 #include <utility>
 #include <vector>
 
-#include <gtest/gtest.h>
-
+#include "testing/paths.h"
 #include "testing/subprocess.h"
 
 namespace bpfprof::cli {

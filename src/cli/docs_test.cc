@@ -4,6 +4,7 @@
 // (hidden ones left out), and bash completes exactly those.
 #include "cli/docs.h"
 
+#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -15,10 +16,9 @@
 #include <sstream>
 #include <thread>
 
-#include <gtest/gtest.h>
-
 #include "cli/app.h"
 #include "export/gzip.h"
+#include "testing/paths.h"
 #include "testing/subprocess.h"
 
 namespace bpfprof::cli {

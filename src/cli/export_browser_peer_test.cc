@@ -4,17 +4,17 @@
 // that is a picture (decoded here: size, colours of both families) and the
 // DOM after `?search=burn_step`, where exactly the matching frames carry the
 // class "match". Chromium missing: a skip with the reason, a failure in CI.
+#include <gtest/gtest.h>
 #include <zlib.h>
 
 #include <algorithm>
 #include <cstdlib>
+#include <nlohmann/json.hpp>
 #include <regex>
 #include <set>
 #include <sstream>
 
-#include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
-
+#include "testing/paths.h"
 #include "testing/subprocess.h"
 #include "testing/workload_recording.h"
 

@@ -6,18 +6,19 @@
 // - merge: two recordings of the same program (ids differ, tags agree) give
 //   one function and one mapping;
 // - diff: the long-lived program ran twice as long in the second recording.
+#include <gtest/gtest.h>
+
 #include <cstdlib>
 #include <fstream>
 #include <map>
-#include <sstream>
-
-#include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "analysis/recording.h"
 #include "export/gzip.h"
 #include "export/pprof.h"
 #include "proto/profile.pb.h"
+#include "testing/paths.h"
 #include "testing/subprocess.h"
 #include "testing/workload_recording.h"
 

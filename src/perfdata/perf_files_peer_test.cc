@@ -15,6 +15,7 @@
 #include <string>
 
 #include "perfdata/reader.h"
+#include "testing/paths.h"
 #include "testing/subprocess.h"
 
 namespace bpfprof::perfdata {

@@ -3,6 +3,7 @@
 // test loads and unloads a tiny program; the file must tell its whole life
 // with the kernel's own name, and carry its bpf_prog_info.
 #include <bpf/bpf.h>
+#include <gtest/gtest.h>
 #include <linux/bpf.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -12,10 +13,9 @@
 #include <fstream>
 #include <thread>
 
-#include <gtest/gtest.h>
-
 #include "perf/records.h"
 #include "perfdata/reader.h"
+#include "testing/paths.h"
 #include "testing/subprocess.h"
 
 namespace bpfprof::record {
@@ -55,7 +55,7 @@ TEST(BpfLifecycleTest, LoadAndUnloadDuringRecording) {
   bpfprof::testing::TempDir dir;
   const std::string data = dir.file("lifecycle.data");
   bpfprof::testing::Background rec(
-      {BPFPROF_BIN_DIR "/bpfprof", "record", "-a", "-d", "5", "-q", "-o", data});
+      {std::string(BPFPROF_BIN_DIR) + "/bpfprof", "record", "-a", "-d", "5", "-q", "-o", data});
   // The file grows past its header once synthesis is written; from then on
   // the side-band events are live.
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);

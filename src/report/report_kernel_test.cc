@@ -3,16 +3,17 @@
 // then `bpfprof report` names the long-lived program with samples, groups
 // instances of the same code, attributes its hot line, and `bpfprof script`
 // prints as many samples as `perf script`.
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <string>
 #include <utility>
 
-#include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
-
 #include "report/program_groups.h"
+#include "testing/paths.h"
 #include "testing/subprocess.h"
 #include "testing/workload_recording.h"
 

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "symbols/elf_symbols.h"
+#include "testing/paths.h"
 #include "testing/recording_readback.h"
 #include "testing/subprocess.h"
 

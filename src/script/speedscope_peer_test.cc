@@ -34,13 +34,13 @@
 #include <cstdio>
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
+#include "testing/paths.h"
 #include "testing/subprocess.h"
 #include "testing/workload_recording.h"
 

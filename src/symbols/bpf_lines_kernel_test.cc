@@ -2,11 +2,8 @@
 // BPF source lines against the real kernel: load testdata/lines_progs.bpf.c,
 // fetch what the recorder would store (bpf_prog_info + BTF), then check that
 // the Symbolizer maps JIT addresses to file:line and text from the file alone.
-#include "symbols/bpf_lines.h"
-
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
-
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -15,6 +12,8 @@
 #include <string>
 
 #include "bpf/query.h"
+#include "symbols/bpf_lines.h"
+#include "testing/paths.h"
 #include "testing/symbolizer_feeder.h"
 
 namespace bpfprof::symbols {

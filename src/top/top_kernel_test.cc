@@ -6,6 +6,7 @@
 // detached tmux session of fixed size, shows them, reacts to keys, and on `q`
 // or Ctrl-C exits 0 with the terminal given back to the shell. With the
 // workload's programs attached for real, top names each attach point.
+#include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -13,14 +14,13 @@
 #include <chrono>
 #include <csignal>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <thread>
 
-#include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
-
 #include "testing/cgroup2.h"
+#include "testing/paths.h"
 #include "testing/subprocess.h"
 
 namespace bpfprof::testing {

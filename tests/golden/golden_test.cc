@@ -3,6 +3,8 @@
 // and compares with the expected outputs next to them. On a mismatch the
 // output is written to <expected>.actual and a unified diff is printed;
 // BPFPROF_UPDATE_GOLDEN=1 rewrites the expectations instead (review the diff).
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -10,8 +12,7 @@
 #include <string>
 #include <vector>
 
-#include <gtest/gtest.h>
-
+#include "testing/paths.h"
 #include "testing/subprocess.h"
 
 namespace bpfprof::testing {

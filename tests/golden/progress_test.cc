@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "testing/paths.h"
 #include "testing/subprocess.h"
 
 namespace bpfprof::testing {

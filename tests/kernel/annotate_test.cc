@@ -6,14 +6,15 @@
 // The recording is system-wide, so other processes' programs of the same
 // name may be in it: the checks select the workload's instance by id and its
 // samples in `report` by pid.
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <numeric>
 #include <set>
 
-#include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
-
+#include "testing/paths.h"
 #include "testing/subprocess.h"
 #include "testing/workload_recording.h"
 

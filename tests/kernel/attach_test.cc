@@ -12,20 +12,20 @@
 // ever run through BPF_PROG_TEST_RUN are `test_run only`. A classic tc
 // (cls_bpf) filter is listed at start, during the recording (after a
 // program of its type loads) and at end.
+#include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
 #include <string>
 
-#include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
-
 #include "perfdata/reader.h"
 #include "testing/cgroup2.h"
+#include "testing/paths.h"
 #include "testing/subprocess.h"
 
 namespace bpfprof::testing {

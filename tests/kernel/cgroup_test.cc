@@ -8,25 +8,25 @@
 // Ground truth (pids, cgroup ids) is what the workload script writes.
 // `script --format json` names the cgroup (and owner, attach) of BPF leaves.
 // Without --cgroup, the loader's cgroup of every program is named.
+#include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <fstream>
 #include <iterator>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
 #include <string>
 #include <tuple>
-
-#include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include "export/gzip.h"
 #include "perf/records.h"
 #include "perfdata/reader.h"
 #include "proto/profile.pb.h"
 #include "testing/cgroup2.h"
+#include "testing/paths.h"
 #include "testing/subprocess.h"
 
 namespace bpfprof::testing {

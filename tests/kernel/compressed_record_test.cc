@@ -18,6 +18,7 @@
 
 #include "perf/abi.h"
 #include "perfdata/reader.h"
+#include "testing/paths.h"
 #include "testing/recording_readback.h"
 #include "testing/subprocess.h"
 #include "testing/workload_recording.h"

@@ -9,13 +9,14 @@
 // estimated when two programs share the hook), and machinery with no program
 // is charged to nobody. Structure only, no shares: the machine is busy.
 
+#include <gtest/gtest.h>
+
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
-#include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
-
+#include "testing/paths.h"
 #include "testing/subprocess.h"
 #include "testing/workload_recording.h"
 

@@ -25,6 +25,7 @@
 #include <thread>
 #include <vector>
 
+#include "testing/paths.h"
 #include "testing/subprocess.h"
 
 namespace bpfprof::testing {

@@ -5,6 +5,7 @@
 // exit 2, and nothing is created where it points; a file another user made
 // at the name is moved aside, never written; a full disk, before or after
 // the first round, keeps a file both bpfprof and Linux perf read.
+#include <gtest/gtest.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -14,11 +15,10 @@
 #include <fstream>
 #include <sstream>
 
-#include <gtest/gtest.h>
-
 #include "perfdata/in_stream.h"
 #include "perfdata/reader.h"
 #include "perfdata/writer.h"
+#include "testing/paths.h"
 #include "testing/perfdata_fixtures.h"
 #include "testing/record_builder.h"
 #include "testing/subprocess.h"

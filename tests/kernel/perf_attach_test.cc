@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "testing/paths.h"
 #include "testing/subprocess.h"
 #include "testing/workload_recording.h"
 

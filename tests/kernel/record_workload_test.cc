@@ -4,20 +4,20 @@
 // register/unregister and BPF_EVENT load/unload with matching id, tag,
 // addresses, lengths and names; a program loaded before recording is
 // synthesized; stored enrichment; and that Linux perf reads the file.
+#include <gtest/gtest.h>
 #include <signal.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
 
-#include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
-
 #include "perf/abi.h"
 #include "perfdata/reader.h"
+#include "testing/paths.h"
 #include "testing/recording_readback.h"
 #include "testing/subprocess.h"
 #include "testing/workload_recording.h"

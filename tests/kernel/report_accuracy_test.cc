@@ -3,16 +3,17 @@
 // truth: short-lived programs, subprograms, and JIT ranges reused by later
 // programs, recorded once by `bpfprof record` and once by Linux `perf record`
 // (CLOCK_MONOTONIC, so the truth's times apply), each reported by bpfprof.
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
 
-#include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
-
+#include "testing/paths.h"
 #include "testing/recording_readback.h"
 #include "testing/subprocess.h"
 #include "testing/workload_recording.h"

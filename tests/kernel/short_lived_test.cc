@@ -4,12 +4,13 @@
 // of the truth, 100 us ones included, without holding any reference; the
 // report's header names the enrichment path, and the kernel's run time of
 // the long-lived program agrees with the sampled time.
+#include <gtest/gtest.h>
+
 #include <cstdio>
 #include <map>
-
-#include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "testing/paths.h"
 #include "testing/recording_readback.h"
 #include "testing/subprocess.h"
 #include "testing/workload_recording.h"

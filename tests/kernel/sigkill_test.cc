@@ -5,6 +5,7 @@
 // BPF_PROG_INFO; every kernel frame is named from the in-stream kallsyms
 // snapshot; the host and event names are there; and Linux perf reads the
 // samples up to the last flushed round.
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -14,13 +15,12 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <thread>
 
-#include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
-
 #include "perfdata/reader.h"
+#include "testing/paths.h"
 #include "testing/recording_readback.h"
 #include "testing/subprocess.h"
 

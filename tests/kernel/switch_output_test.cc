@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "perfdata/reader.h"
+#include "testing/paths.h"
 #include "testing/recording_readback.h"
 #include "testing/subprocess.h"
 #include "testing/workload_recording.h"

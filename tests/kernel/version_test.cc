@@ -2,12 +2,13 @@
 // Real kernel: a file `bpfprof record` writes says what recorded it — the
 // line `bpfprof --version` prints, in perf's VERSION feature — and Linux perf
 // reads the file without a word on stderr; `report` shows the line.
+#include <gtest/gtest.h>
+
 #include <sstream>
 #include <vector>
 
-#include <gtest/gtest.h>
-
 #include "perfdata/reader.h"
+#include "testing/paths.h"
 #include "testing/subprocess.h"
 
 namespace bpfprof::testing {

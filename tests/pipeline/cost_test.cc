@@ -5,20 +5,21 @@
 // marked estimated where programs share the hook); hooks with no program
 // alive and attached charge nobody, and bad chains charge only what they
 // prove. The dispatch table in code and in docs/cost.md say the same.
-#include <gtest/gtest.h>
+#include "analysis/cost.h"
 
 #include <fmt/format.h>
+#include <gtest/gtest.h>
 
 #include <map>
 #include <string>
 #include <vector>
 
 #include "analysis/aggregate.h"
-#include "analysis/cost.h"
 #include "analysis/session.h"
 #include "profile/group.h"
 #include "report/render.h"
 #include "testing/markdown_table.h"
+#include "testing/paths.h"
 #include "testing/perfdata_fixtures.h"
 #include "testing/subprocess.h"
 
