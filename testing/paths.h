@@ -7,7 +7,7 @@
 // in a fresh clone, as CI makes for each run.
 #pragma once
 
-namespace bpfprof::test_paths {
+namespace bpfprof::testing {
 
 extern const char* const kBinDir;            // the tree's bin/: bpfprof, bpfprof-workload
 extern const char* const kSourceDir;         // the source tree's root
@@ -22,17 +22,17 @@ extern const char* const kMetadataProgsObj;  // src/bpf's bpf_metadata_* program
 extern const char* const kLinesProgsObj;     // src/symbols' line-info programs, built
 extern const char* const kLinesProgsSrc;     // ... and their C source
 
-}  // namespace bpfprof::test_paths
+}  // namespace bpfprof::testing
 
-#define BPFPROF_BIN_DIR (::bpfprof::test_paths::kBinDir)
-#define BPFPROF_SOURCE_DIR (::bpfprof::test_paths::kSourceDir)
-#define BPFPROF_DOCS_DIR (::bpfprof::test_paths::kDocsDir)
-#define BPFPROF_COST_DOC (::bpfprof::test_paths::kCostDoc)
-#define BPFPROF_DIAGNOSTICS_DOC (::bpfprof::test_paths::kDiagnosticsDoc)
-#define BPFPROF_GOLDEN_DIR (::bpfprof::test_paths::kGoldenDir)
-#define BPFPROF_GOLDEN_GEN (::bpfprof::test_paths::kGoldenGen)
-#define BPFPROF_WORKLOAD_BIN (::bpfprof::test_paths::kWorkloadBin)
-#define BPFPROF_QUERY_PROGS_OBJ (::bpfprof::test_paths::kQueryProgsObj)
-#define BPFPROF_METADATA_PROGS_OBJ (::bpfprof::test_paths::kMetadataProgsObj)
-#define BPFPROF_LINES_PROGS_OBJ (::bpfprof::test_paths::kLinesProgsObj)
-#define BPFPROF_LINES_PROGS_SRC (::bpfprof::test_paths::kLinesProgsSrc)
+#define BPFPROF_BIN_DIR (::bpfprof::testing::kBinDir)
+#define BPFPROF_SOURCE_DIR (::bpfprof::testing::kSourceDir)
+#define BPFPROF_DOCS_DIR (::bpfprof::testing::kDocsDir)
+#define BPFPROF_COST_DOC (::bpfprof::testing::kCostDoc)
+#define BPFPROF_DIAGNOSTICS_DOC (::bpfprof::testing::kDiagnosticsDoc)
+#define BPFPROF_GOLDEN_DIR (::bpfprof::testing::kGoldenDir)
+#define BPFPROF_GOLDEN_GEN (::bpfprof::testing::kGoldenGen)
+#define BPFPROF_WORKLOAD_BIN (::bpfprof::testing::kWorkloadBin)
+#define BPFPROF_QUERY_PROGS_OBJ (::bpfprof::testing::kQueryProgsObj)
+#define BPFPROF_METADATA_PROGS_OBJ (::bpfprof::testing::kMetadataProgsObj)
+#define BPFPROF_LINES_PROGS_OBJ (::bpfprof::testing::kLinesProgsObj)
+#define BPFPROF_LINES_PROGS_SRC (::bpfprof::testing::kLinesProgsSrc)
