@@ -6,11 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${BPFPROF_BUILD_DIR:-build}
-# The compiler cache (CMakeLists.txt uses ccache where installed): paths are
-# taken relative to the source tree and the build directory is not hashed, so
-# every clone and tree of the same sources hits the same entries.
-export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD} CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-1}
-export CCACHE_MAXSIZE=${CCACHE_MAXSIZE:-8G}
+source scripts/ccache-env.sh
 read -r -a extra <<<"${BPFPROF_CMAKE_ARGS:-}"
 cmake -S . -B "$build" -G Ninja -DBPFPROF_WERROR=ON -DBPFPROF_TESTS=ON "${extra[@]}" >/dev/null
 if [ $# -gt 0 ]; then

@@ -17,9 +17,7 @@ if [ ! -e "$runtime" ]; then
   exit 1
 fi
 
-# The compiler cache as scripts/build.sh sets it: a clone elsewhere hits it.
-export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD} CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-1}
-export CCACHE_MAXSIZE=${CCACHE_MAXSIZE:-8G}
+source scripts/ccache-env.sh
 CC=clang CXX=clang++ cmake -S . -B "$build" -G Ninja -DBPFPROF_FUZZ=ON -DBPFPROF_TESTS=OFF \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 # Only the fuzz targets and the libraries they link, not the whole project.

@@ -75,13 +75,13 @@ Result<Out> decode_body(Bytes section, uint64_t base_offset) {
   }
   std::unique_ptr<ZSTD_DCtx, DCtxFree> ctx(ZSTD_createDCtx());
   if (!ctx) return make_error(Errc::kInternal, "ZSTD_createDCtx failed");
-  // Streamed through a fixed buffer into a string that grows with the real
-  // output (no zero-filling, geometric growth), so a lying raw_size costs
-  // nothing and extra output is caught one chunk past it.
+  // Streamed through a fixed buffer (one byte more than raw_size allows, so
+  // output beyond it shows) into a container that grows with the real output
+  // (no zero-filling, geometric growth): a lying raw_size costs nothing and
+  // extra output is caught one chunk past it.
   Out out;
   out.reserve(static_cast<size_t>(std::min<uint64_t>(raw_size, 64ull << 20)));
-  std::vector<typename Out::value_type> buf(std::min<uint64_t>(raw_size, 1 << 20) +
-                                            1);  // +1: beyond raw_size
+  std::vector<typename Out::value_type> buf(std::min<uint64_t>(raw_size, 1 << 20) + 1);
   ZSTD_inBuffer in{body.data(), body.size(), 0};
   size_t ret = 1;
   while (in.pos < in.size || ret != 0) {

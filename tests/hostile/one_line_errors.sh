@@ -20,10 +20,10 @@ check() {  # check COMMAND FILE STDIN ARGS...
   local cmd=$1 file=$2 input=$3
   shift 3
   local rc=0
-  # A CPU-time limit of 60 s (SIGXCPU, a failure here that names the file)
-  # in the process bash forks for the command anyway: `timeout` would be a
-  # second process per check, a third of this test's time. A process that
-  # blocks without spinning is left to ctest's timeout.
+  # A CPU-time limit of 60 s (then SIGKILL, exit 137: a failure here that
+  # names the file) in the process bash forks for the command anyway, not a
+  # `timeout` process beside each check (~4 ms each). A process that blocks
+  # without spinning is left to ctest's timeout.
   (ulimit -t 60 && exec "$bin" "$cmd" "$@") <"$input" >/dev/null 2>"$err" || rc=$?
   checked=$((checked + 1))
   if [ "$rc" -eq 0 ]; then return; fi
