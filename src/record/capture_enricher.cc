@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "record/capture_enricher.h"
 
+#include <time.h>
+
 #include <algorithm>
 
 namespace bpfprof::record {
@@ -12,11 +14,12 @@ CaptureEnricher::CaptureEnricher(std::unique_ptr<capture::Capture> capture,
   stats_.capture_errno = 0;
 }
 
-void CaptureEnricher::saw_sideband(perf::RingBuffer& ring) {
+void CaptureEnricher::saw_sideband(perf::RingBuffer& ring, std::optional<uint64_t> until) {
   (void)ring.peek_each_record([&](const perf::RecordView& rec) {
     if (rec.header.type != perf::kRecordBpfEvent) return;
     auto ev = perf::BpfEvent::parse(rec, layout_);
     if (!ev.ok() || ev->type != perf::kBpfEventProgLoad) return;
+    if (until && ev->sample_id.time > *until) return;
     pending_.emplace(ev->id, ev->sample_id.time);
   });
 }
@@ -24,6 +27,19 @@ void CaptureEnricher::saw_sideband(perf::RingBuffer& ring) {
 Status CaptureEnricher::after_pass() {
   BPFPROF_TRY(capture_->consume());
   resolve(false);
+  return ok_status();
+}
+
+Status CaptureEnricher::settle(uint64_t wait_ns) {
+  const uint64_t deadline = monotonic_ns() + wait_ns;
+  for (;;) {
+    BPFPROF_TRY(after_pass());
+    if (pending_.empty() || monotonic_ns() >= deadline) break;
+    // The capture wakes its reader only when its ring fills: poll it.
+    const timespec tick{0, 200'000};
+    ::nanosleep(&tick, nullptr);
+  }
+  resolve(true);
   return ok_status();
 }
 

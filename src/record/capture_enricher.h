@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <unordered_set>
 #include <vector>
 
@@ -38,11 +39,18 @@ class CaptureEnricher {
  public:
   CaptureEnricher(std::unique_ptr<capture::Capture> capture, const perf::SampleLayout& sideband_layout);
 
-  // Before a pass copies `ring`: notes its PROG_LOADs.
-  void saw_sideband(perf::RingBuffer& ring);
+  // Before a pass copies `ring`: notes its PROG_LOADs (those stamped up to
+  // `until`, if given: the pass copies no more).
+  void saw_sideband(perf::RingBuffer& ring, std::optional<uint64_t> until);
   // After a pass: drains the capture and enriches by id what it did not
   // report in time.
   Status after_pass();
+  // Before --switch-output closes a file: every PROG_LOAD the file holds
+  // resolved, so that its info goes into that file. A loader may still be
+  // between its load's BPF_EVENT and the syscall's return, where the
+  // capture reports it: the capture is drained again for up to `wait_ns`,
+  // then the rest is enriched by id.
+  Status settle(uint64_t wait_ns);
   // After the last pass: detaches the capture, drains it, and enriches by id
   // every load still unreported. Idempotent.
   void stop();

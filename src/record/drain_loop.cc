@@ -10,6 +10,8 @@
 #include <cerrno>
 #include <csignal>
 
+#include "base/clock.h"
+
 namespace bpfprof::record {
 namespace {
 
@@ -67,16 +69,16 @@ DrainLoop::DrainLoop(EventSet& events, const perf::SampleLayout& layout, RecordO
       output_(std::move(output)),
       end_pass_(std::move(end_pass)) {}
 
-Status DrainLoop::pass() {
+Status DrainLoop::pass(std::optional<uint64_t> until) {
   size_t copied = 0;
   for (CpuRing& r : events_.sampling_rings()) {
-    auto n = copier_.copy(r.ring, false, output_);
+    auto n = copier_.copy(r.ring, false, output_, until);
     if (!n.ok()) return std::move(n).error();
     copied += *n;
   }
   for (CpuRing& r : events_.sideband_rings()) {
-    if (hooks_.before_sideband_copy) hooks_.before_sideband_copy(r.ring);
-    auto n = copier_.copy(r.ring, true, output_);
+    if (hooks_.before_sideband_copy) hooks_.before_sideband_copy(r.ring, until);
+    auto n = copier_.copy(r.ring, true, output_, until);
     if (!n.ok()) return std::move(n).error();
     copied += *n;
   }
@@ -113,6 +115,7 @@ Result<StopReason> DrainLoop::run(const DrainConfig& config) {
   }
 
   epoll_event events[64];
+  bool switch_now = false;
   for (;;) {
     int n = ::epoll_wait(ep.get(), events, 64, -1);
     if (n < 0) {
@@ -120,7 +123,7 @@ Result<StopReason> DrainLoop::run(const DrainConfig& config) {
       return make_sys_error("epoll_wait", errno);
     }
     std::optional<StopReason> stop;
-    bool tick = false, switch_now = false;
+    bool tick = false;
     for (int i = 0; i < n; i++) {
       const uint64_t tag = events[i].data.u64 & 0xff;
       switch (tag) {
@@ -165,15 +168,20 @@ Result<StopReason> DrainLoop::run(const DrainConfig& config) {
           break;
       }
     }
-    BPFPROF_TRY(pass());
+    const bool switching = switch_now && !stop;
+    if (switching) {
+      BPFPROF_TRY(pass(monotonic_ns() - kSwitchCutLagNs));
+      BPFPROF_TRY(config.switch_output());
+      switch_now = false;
+    } else {
+      BPFPROF_TRY(pass());
+    }
     if (tick && config.progress) {
       const DrainCounters& c = copier_.counters();
       config.progress(Progress{seconds_since(t0), c.samples, c.lost + c.lost_samples, c.bytes});
     }
     if (stop) return *stop;
-    if (config.switch_output && (switch_now || (config.switch_due && config.switch_due()))) {
-      BPFPROF_TRY(config.switch_output());
-    }
+    if (config.switch_due && config.switch_due()) switch_now = true;
   }
 }
 

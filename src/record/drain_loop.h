@@ -29,6 +29,10 @@ struct Progress {
   uint64_t bytes = 0;
 };
 
+// How far behind the clock a switch cuts the rings: a record is stamped
+// just before the kernel writes it, so one stamped this long ago is there.
+inline constexpr uint64_t kSwitchCutLagNs = 2'000'000;
+
 struct DrainConfig {
   std::optional<double> duration_s;
   int signal_fd = -1;       // SIGINT/SIGTERM end the recording
@@ -39,8 +43,15 @@ struct DrainConfig {
   // --switch-output: after a pass, `switch_output` starts the next file when
   // a switch is due: every `switch_interval`, on SIGUSR2 in signal_fd's set
   // (`switch_on_signal`; else SIGUSR2 is ignored there), or when
-  // `switch_due` says so (a size reached). Not
-  // when the pass also ends the recording: the last file closes anyway.
+  // `switch_due` says so (a size reached; checked after a pass, so the
+  // switch comes at the next wake). Not when the pass also ends the
+  // recording: the last file closes anyway. The pass before a switch cuts
+  // every ring at one time (kSwitchCutLagNs before it starts): a file
+  // holds each sample with every side-band record up to that sample's
+  // time, and the next one every record after it. Copied as they come,
+  // the sampling rings first, a program unloaded between the two copies
+  // would leave its last samples to the next file and its unload to this
+  // one.
   std::optional<std::chrono::nanoseconds> switch_interval;
   bool switch_on_signal = false;
   std::function<bool()> switch_due;
@@ -49,7 +60,9 @@ struct DrainConfig {
 
 // What else a pass does, for enrichment that rides on the drain cadence.
 struct PassHooks {
-  std::function<void(perf::RingBuffer&)> before_sideband_copy;  // sees records, consumes none
+  // Sees the records the pass will copy (those stamped up to the cut, if
+  // any), consumes none.
+  std::function<void(perf::RingBuffer&, std::optional<uint64_t> until)> before_sideband_copy;
   std::function<Status()> after_pass;
   int wake_fd = -1;  // also ends the wait for a pass (-1: none)
 };
@@ -65,8 +78,10 @@ class DrainLoop {
   void set_hooks(PassHooks hooks) { hooks_ = std::move(hooks); }
   // Runs until a stop condition; an output error ends it with that error.
   Result<StopReason> run(const DrainConfig& config);
-  // One pass over every ring (also the final drain after the events are disabled).
-  Status pass();
+  // One pass over every ring (also the final drain after the events are
+  // disabled). With `until`, only the records stamped up to it: what a
+  // --switch-output file ends with.
+  Status pass(std::optional<uint64_t> until = std::nullopt);
 
   const DrainCounters& counters() const { return copier_.counters(); }
   // The samples of the current output file (since start_file()).

@@ -64,7 +64,9 @@ void Recorder::run() {
       [this](bool copied) { return end_pass(copied); });
   if (in_kernel_) {
     PassHooks hooks;
-    hooks.before_sideband_copy = [this](perf::RingBuffer& r) { in_kernel_->saw_sideband(r); };
+    hooks.before_sideband_copy = [this](perf::RingBuffer& r, std::optional<uint64_t> until) {
+      in_kernel_->saw_sideband(r, until);
+    };
     hooks.after_pass = [this] { return in_kernel_->after_pass(); };
     hooks.wake_fd = in_kernel_->wake_fd();
     loop_->set_hooks(std::move(hooks));

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// --switch-output, during the run phase: after a pass (every ring drained
-// into the current file), the file is closed as the end of a recording
+// --switch-output, during the run phase: after a pass that cut every ring
+// at one time (drain_loop.h) and the infos of the programs loaded up to it
+// (the capture settled), the file is closed as the end of a recording
 // closes it and renamed with its timestamp; the next one is created and
 // given what makes it self-contained before any more ring data: the host,
 // a fresh kallsyms snapshot, the threads and maps, every BPF program alive
@@ -21,6 +22,14 @@
 #include "record/phases.h"
 
 namespace bpfprof::record {
+namespace {
+
+// How long a switch waits for the capture to report the loads its file
+// holds (their loaders are inside the syscall, microseconds from its
+// return unless preempted) before it reads the rest by id.
+constexpr uint64_t kSwitchSettleNs = 20'000'000;
+
+}  // namespace
 
 void Recorder::FilePrograms::add(const std::vector<bpf::ProgInfo>& more_infos,
                                  const std::vector<bpf::BtfBlob>& more_btfs) {
@@ -35,6 +44,11 @@ bool Recorder::switch_due() {
 
 Status Recorder::switch_output() {
   perfdata::FileWriter& writer = out_->writer();
+  if (in_kernel_) {
+    // The programs whose load the file holds: their infos into it too.
+    BPFPROF_TRY(in_kernel_->settle(kSwitchSettleNs));
+    BPFPROF_TRY(end_pass(false));
+  }
   const FileCounters counters = loop_->file_counters();
   perfdata::Features features = common_features(counters);
   std::set<uint32_t> stored;
@@ -95,13 +109,12 @@ Status Recorder::switch_output() {
   return write_dying_programs(features);
 }
 
-// A program unloaded after the last file's last drain and before the
-// listing above is not listed, yet its last samples, and its unload, wait
-// in the rings for this file: it is described here as the listing would
-// have, from its info — the last file's, or one the capture (or the
-// enricher) learned since that drain, which is taken now into this file
-// (a program loaded just before the drain is reported at its syscall's
-// exit, after its PROG_LOAD).
+// A program unloaded after the last file's cut and before the listing
+// above is not listed, yet its last samples, and its unload, wait in the
+// rings for this file: it is described here as the listing would have,
+// from its info — the last file's, or one the enricher (or the capture,
+// past the settling) learned since the cut, which is taken now into this
+// file.
 Status Recorder::write_dying_programs(const perfdata::Features& last_file) {
   perfdata::FileWriter& writer = out_->writer();
   std::vector<bpf::ProgInfo> learned;

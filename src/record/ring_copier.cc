@@ -62,8 +62,8 @@ void RingCopier::check_repair(const perf::RingBuffer::Chunk& c, size_t off, uint
   if (fixed < size) repairs_.push_back({off, size, fixed});
 }
 
-std::optional<uint64_t> RingCopier::sample_time_at(const perf::RingBuffer::Chunk& c, size_t off,
-                                                   uint16_t size) {
+std::optional<uint64_t> RingCopier::time_at(const perf::RingBuffer::Chunk& c, size_t off,
+                                            uint16_t size) {
   perf::RecordView view;
   view.header = load_at<perf::RecordHeader>(c, off);
   if (off + size <= c.first.size()) {
@@ -76,7 +76,8 @@ std::optional<uint64_t> RingCopier::sample_time_at(const perf::RingBuffer::Chunk
   return layout_.time_of(view);
 }
 
-Result<size_t> RingCopier::scan(const perf::RingBuffer::Chunk& c, bool sideband) {
+Result<size_t> RingCopier::scan(const perf::RingBuffer::Chunk& c, bool sideband,
+                                std::optional<uint64_t> until) {
   const size_t total = c.size();
   size_t off = 0;
   size_t first_sample = SIZE_MAX, last_sample = SIZE_MAX;
@@ -87,6 +88,11 @@ Result<size_t> RingCopier::scan(const perf::RingBuffer::Chunk& c, bool sideband)
       return make_error_at(Errc::kBadRecord, c.tail + off,
                            fmt::format("ring record of type {} has size {} ({} bytes left)", h.type,
                                        h.size, total - off));
+    }
+    if (until) {
+      // A record without a time (none under this recorder's layout) goes.
+      const std::optional<uint64_t> t = time_at(c, off, h.size);
+      if (t && *t > *until) break;
     }
     switch (h.type) {
       case perf::kRecordSample:
@@ -126,8 +132,8 @@ Result<size_t> RingCopier::scan(const perf::RingBuffer::Chunk& c, bool sideband)
       if (f && (!first || *f < *first)) first = f;
       if (l && (!last || *l > *last)) last = l;
     };
-    const auto f = sample_time_at(c, first_sample, first_size);
-    const auto l = sample_time_at(c, last_sample, last_size);
+    const auto f = time_at(c, first_sample, first_size);
+    const auto l = time_at(c, last_sample, last_size);
     widen(counters_.first_sample_time, counters_.last_sample_time, f, l);
     widen(file_.first_sample_time, file_.last_sample_time, f, l);
   }
@@ -146,11 +152,12 @@ Status RingCopier::emit(const perf::RingBuffer::Chunk& c, size_t from, size_t to
   return ok_status();
 }
 
-Result<size_t> RingCopier::copy(perf::RingBuffer& ring, bool sideband, const RecordOutput& out) {
+Result<size_t> RingCopier::copy(perf::RingBuffer& ring, bool sideband, const RecordOutput& out,
+                                std::optional<uint64_t> until) {
   const perf::RingBuffer::Chunk c = ring.peek();
   if (c.size() == 0) return size_t{0};
   repairs_.clear();
-  auto scanned = scan(c, sideband);
+  auto scanned = scan(c, sideband, until);
   if (!scanned.ok()) return std::move(scanned).error();
   const size_t n = *scanned;
   // Whole spans go out as they are; only repaired records are rewritten.

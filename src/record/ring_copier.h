@@ -52,7 +52,11 @@ class RingCopier {
 
   // Copies what `ring` holds to `out` and consumes it. Returns the bytes copied.
   // A malformed record header is an error (the ring stays unconsumed from it).
-  Result<size_t> copy(perf::RingBuffer& ring, bool sideband, const RecordOutput& out);
+  // With `until`, the copy stops before the first record stamped later than
+  // it, which stays in the ring with all after it (--switch-output cuts
+  // every ring at one time: see DrainLoop).
+  Result<size_t> copy(perf::RingBuffer& ring, bool sideband, const RecordOutput& out,
+                      std::optional<uint64_t> until = std::nullopt);
 
   const DrainCounters& counters() const { return counters_; }
   const FileCounters& file_counters() const { return file_; }
@@ -60,10 +64,11 @@ class RingCopier {
   void start_file() { file_ = {}; }
 
  private:
-  // Scans headers of `c`, updating counters; returns the bytes of whole records.
-  Result<size_t> scan(const perf::RingBuffer::Chunk& c, bool sideband);
-  std::optional<uint64_t> sample_time_at(const perf::RingBuffer::Chunk& c, size_t off,
-                                         uint16_t size);
+  // Scans headers of `c` (up to `until`), updating counters; returns the
+  // bytes of whole records.
+  Result<size_t> scan(const perf::RingBuffer::Chunk& c, bool sideband,
+                      std::optional<uint64_t> until);
+  std::optional<uint64_t> time_at(const perf::RingBuffer::Chunk& c, size_t off, uint16_t size);
 
   // A record to write cut down to `size` instead of its header's size.
   struct Repair {

@@ -161,5 +161,52 @@ TEST_F(RingCopierTest, RepairsInflatedSidebandRecords) {
   EXPECT_EQ(rb.peek().size(), 0u);
 }
 
+// A --switch-output cut: the records stamped up to `until` go, the first
+// one stamped later and all after it stay for the next file, an inflated
+// side-band record timed by its real trailer (its stale tail is 0xee).
+TEST_F(RingCopierTest, CopiesUpToACut) {
+  start_at(kSize - 24);
+  const uint64_t st = layout_.sample_type();
+  ByteVec ks = testing::ksymbol_record(st, 0xffffffffc0000000, 64, perf::kKsymTypeBpf, 0,
+                                       "bpf_prog_0102030405060708_f", {.time = 25, .id = 3});
+  const ByteVec before = testing::concat({sample(10), sample(20)});
+  const ByteVec after = testing::concat({sample(30), sample(24)});
+  for (uint64_t until : {uint64_t{24}, uint64_t{25}}) {
+    SCOPED_TRACE(until);
+    start_at(kSize - 24);
+    publish(before);
+    publish(inflate(ks, 32));
+    publish(after);
+    perf::RingBuffer rb = ring();
+    RingCopier copier(layout_);
+    ByteVec out;
+    auto n = copier.copy(
+        rb, true,
+        [&](Bytes b) {
+          out.insert(out.end(), b.begin(), b.end());
+          return ok_status();
+        },
+        until);
+    ASSERT_TRUE(n.ok()) << n.error().to_string();
+    const bool with_ks = until >= 25;
+    EXPECT_EQ(out, with_ks ? testing::concat({before, ks}) : before);
+    EXPECT_EQ(copier.counters().samples, 2u);
+    EXPECT_EQ(copier.file_counters().last_sample_time, 20u);
+    // What stays is what a later copy finds, from the first record past the cut.
+    const size_t left = (with_ks ? 0 : ks.size() + 32) + after.size();
+    EXPECT_EQ(rb.peek().size(), left);
+    ByteVec rest;
+    ASSERT_TRUE(copier
+                    .copy(rb, true,
+                          [&](Bytes b) {
+                            rest.insert(rest.end(), b.begin(), b.end());
+                            return ok_status();
+                          })
+                    .ok());
+    EXPECT_EQ(rest, with_ks ? after : testing::concat({ks, after}));
+    EXPECT_EQ(copier.counters().samples, 4u);
+  }
+}
+
 }  // namespace
 }  // namespace bpfprof::record
