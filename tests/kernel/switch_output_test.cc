@@ -116,7 +116,14 @@ void expect_files_add_up(const std::vector<std::string>& files, const RecorderSa
     EXPECT_EQ(d.at("bpf_samples_unattributed").get<uint64_t>(), 0u);
     EXPECT_EQ(d.at("unknown_frames.bpf_not_alive").get<uint64_t>(), 0u);
     EXPECT_EQ(d.at("programs_without_info").get<uint64_t>(), 0u);
-    EXPECT_EQ(d.at("ksymbol_unregister_unknown").get<uint64_t>(), 0u);
+    // A program alive when the side-band events opened and gone before the
+    // listing (the capture of the recording before, freed late on a busy
+    // machine) leaves an unload without a load, truthfully: the race of
+    // every recording's start, so in its first file only. A switch leaves
+    // none.
+    if (&f != &files.front()) {
+      EXPECT_EQ(d.at("ksymbol_unregister_unknown").get<uint64_t>(), 0u);
+    }
     sum += ours;
   }
   if (all_written) {
@@ -218,7 +225,10 @@ TEST_F(SwitchOutputTest, AProgramLoadedInTheFirstFileIsNamedInTheLaterOnes) {
                 (nlohmann::json{{"workload", "bpfprof-workload burner"}, {"kinds", 3}}))
           << p.dump();
     }
-    EXPECT_NE(v.script.out.find(truth->functions.front().ksym), std::string::npos)
+    // Most of its samples are in its subprogram: any of its functions will do.
+    EXPECT_TRUE(std::any_of(
+        truth->functions.begin(), truth->functions.end(),
+        [&](const TruthFunction& f) { return v.script.out.find(f.ksym) != std::string::npos; }))
         << "perf script names it";
     // perf reads its info from the file's BPF_PROG_INFO section.
     RunResult header = run({"perf", "report", "-i", files[i], "--header-only"});
