@@ -168,7 +168,7 @@ Result<StopReason> DrainLoop::run(const DrainConfig& config) {
           break;
       }
     }
-    const bool switching = switch_now && !stop;
+    const bool switching = switch_now && !stop && config.switch_output;
     if (switching) {
       BPFPROF_TRY(pass(monotonic_ns() - kSwitchCutLagNs));
       BPFPROF_TRY(config.switch_output());
