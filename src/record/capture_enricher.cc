@@ -5,6 +5,8 @@
 
 #include <algorithm>
 
+#include "record/ring_copier.h"
+
 namespace bpfprof::record {
 
 CaptureEnricher::CaptureEnricher(std::unique_ptr<capture::Capture> capture,
@@ -15,11 +17,12 @@ CaptureEnricher::CaptureEnricher(std::unique_ptr<capture::Capture> capture,
 }
 
 void CaptureEnricher::saw_sideband(perf::RingBuffer& ring, std::optional<uint64_t> until) {
+  bool past = false;  // the copy stops at the first record past the cut: so does this
   (void)ring.peek_each_record([&](const perf::RecordView& rec) {
-    if (rec.header.type != perf::kRecordBpfEvent) return;
+    past = past || (until && past_cut(layout_, rec, *until));
+    if (past || rec.header.type != perf::kRecordBpfEvent) return;
     auto ev = perf::BpfEvent::parse(rec, layout_);
     if (!ev.ok() || ev->type != perf::kBpfEventProgLoad) return;
-    if (until && ev->sample_id.time > *until) return;
     pending_.emplace(ev->id, ev->sample_id.time);
   });
 }

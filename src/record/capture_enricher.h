@@ -39,8 +39,8 @@ class CaptureEnricher {
  public:
   CaptureEnricher(std::unique_ptr<capture::Capture> capture, const perf::SampleLayout& sideband_layout);
 
-  // Before a pass copies `ring`: notes its PROG_LOADs (those stamped up to
-  // `until`, if given: the pass copies no more).
+  // Before a pass copies `ring`: notes its PROG_LOADs (with `until`, those
+  // before the first record past that cut: what the pass copies).
   void saw_sideband(perf::RingBuffer& ring, std::optional<uint64_t> until);
   // After a pass: drains the capture and enriches by id what it did not
   // report in time.

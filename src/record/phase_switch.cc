@@ -112,17 +112,13 @@ Status Recorder::switch_output() {
 // A program unloaded after the last file's cut and before the listing
 // above is not listed, yet its last samples, and its unload, wait in the
 // rings for this file: it is described here as the listing would have,
-// from its info — the last file's, or one the enricher (or the capture,
-// past the settling) learned since the cut, which is taken now into this
-// file.
+// from its info — the last file's, or one the user-space enricher learned
+// since that file's last pass, which is taken now into this file (the
+// capture's were settled into the last file: it has nothing pending).
 Status Recorder::write_dying_programs(const perfdata::Features& last_file) {
   perfdata::FileWriter& writer = out_->writer();
   std::vector<bpf::ProgInfo> learned;
   std::vector<bpf::BtfBlob> learned_btfs;
-  if (in_kernel_) {
-    BPFPROF_TRY(in_kernel_->after_pass());
-    in_kernel_->take_learned(learned, learned_btfs);
-  }
   enricher_->take_learned(learned, learned_btfs);
   BPFPROF_TRY(hand_to_writer(writer, learned, learned_btfs));
   BPFPROF_TRY(hand_metadata(perfdata::program_maps(learned)));

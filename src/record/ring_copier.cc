@@ -62,8 +62,7 @@ void RingCopier::check_repair(const perf::RingBuffer::Chunk& c, size_t off, uint
   if (fixed < size) repairs_.push_back({off, size, fixed});
 }
 
-std::optional<uint64_t> RingCopier::time_at(const perf::RingBuffer::Chunk& c, size_t off,
-                                            uint16_t size) {
+perf::RecordView RingCopier::view_at(const perf::RingBuffer::Chunk& c, size_t off, uint16_t size) {
   perf::RecordView view;
   view.header = load_at<perf::RecordHeader>(c, off);
   if (off + size <= c.first.size()) {
@@ -73,7 +72,7 @@ std::optional<uint64_t> RingCopier::time_at(const perf::RingBuffer::Chunk& c, si
     copy_out(c, off, size, scratch_.data());
     view.bytes = Bytes(scratch_.data(), size);
   }
-  return layout_.time_of(view);
+  return view;
 }
 
 Result<size_t> RingCopier::scan(const perf::RingBuffer::Chunk& c, bool sideband,
@@ -89,11 +88,7 @@ Result<size_t> RingCopier::scan(const perf::RingBuffer::Chunk& c, bool sideband,
                            fmt::format("ring record of type {} has size {} ({} bytes left)", h.type,
                                        h.size, total - off));
     }
-    if (until) {
-      // A record without a time (none under this recorder's layout) goes.
-      const std::optional<uint64_t> t = time_at(c, off, h.size);
-      if (t && *t > *until) break;
-    }
+    if (until && past_cut(layout_, view_at(c, off, h.size), *until)) break;
     switch (h.type) {
       case perf::kRecordSample:
         counters_.samples++;
@@ -132,8 +127,8 @@ Result<size_t> RingCopier::scan(const perf::RingBuffer::Chunk& c, bool sideband,
       if (f && (!first || *f < *first)) first = f;
       if (l && (!last || *l > *last)) last = l;
     };
-    const auto f = time_at(c, first_sample, first_size);
-    const auto l = time_at(c, last_sample, last_size);
+    const auto f = layout_.time_of(view_at(c, first_sample, first_size));
+    const auto l = layout_.time_of(view_at(c, last_sample, last_size));
     widen(counters_.first_sample_time, counters_.last_sample_time, f, l);
     widen(file_.first_sample_time, file_.last_sample_time, f, l);
   }

@@ -43,6 +43,14 @@ struct FileCounters {
 // then its own trailer, then stale ring bytes. Other types: header.size.
 uint16_t true_record_size(const perf::RecordView& r, size_t id_hdr_size);
 
+// The rule of a --switch-output cut (RingCopier::copy's `until`): a record
+// stamped later than `until` stays in its ring, with every record after it.
+// A record without a time (none under this recorder's layout) goes.
+inline bool past_cut(const perf::SampleLayout& layout, const perf::RecordView& r, uint64_t until) {
+  const std::optional<uint64_t> t = layout.time_of(r);
+  return t && *t > until;
+}
+
 // Where copied bytes go (the FileWriter in a recording, a vector in tests).
 using RecordOutput = std::function<Status(Bytes)>;
 
@@ -68,7 +76,8 @@ class RingCopier {
   // bytes of whole records.
   Result<size_t> scan(const perf::RingBuffer::Chunk& c, bool sideband,
                       std::optional<uint64_t> until);
-  std::optional<uint64_t> time_at(const perf::RingBuffer::Chunk& c, size_t off, uint16_t size);
+  // The record at `off` (copied into scratch_ if it wraps).
+  perf::RecordView view_at(const perf::RingBuffer::Chunk& c, size_t off, uint16_t size);
 
   // A record to write cut down to `size` instead of its header's size.
   struct Repair {
