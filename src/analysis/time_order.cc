@@ -278,8 +278,8 @@ std::vector<TimeWindow> plan_time_windows(const Session& session, uint64_t targe
 Status WindowSamples::collect(const Session& session, const TimeWindow& window) {
   keys_.clear();
   kept_.clear();
-  // The records are read where they are, in the file's mapping: views need
-  // no copy, and the caller drops the pages once the window is written.
+  // The window is read whole into hold_ (one pread, no page faults of the
+  // mapping): the kept views point there until the next collect.
   const perfdata::FileReader& reader = session.reader();
   perfdata::AttrMemo attr_of(reader);
   BPFPROF_TRY(reader.for_each_record_in(
@@ -293,7 +293,7 @@ Status WindowSamples::collect(const Session& session, const TimeWindow& window) 
         keys_.push_back(Key{time, kept_.size()});
         kept_.push_back(OrderedSample{r, &attr->layout});
       },
-      nullptr, /*in_place=*/true));
+      nullptr, &hold_));
   session.count_progress(window.progress_bytes);
   sort_keys();
   out_.resize(keys_.size());

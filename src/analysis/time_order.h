@@ -156,8 +156,8 @@ class WindowSamples {
   // the samples in its time range. Errors: a malformed record (the file
   // changed since pass 1).
   Status collect(const Session& session, const TimeWindow& window);
-  // Views into the data section, valid until the next collect(). The caller
-  // drops the window's pages when it is done (FileReader::drop_pages).
+  // Views into the window's bytes (or into memory for inputs read whole),
+  // valid until the next collect().
   std::span<const OrderedSample> samples() const { return out_; }
 
  private:
@@ -172,6 +172,7 @@ class WindowSamples {
   std::vector<size_t> runs_;         // where ascending runs of keys_ start, then its size
   std::vector<OrderedSample> kept_;  // in file order
   std::vector<OrderedSample> out_;
+  std::vector<std::byte> hold_;  // the window's bytes; kept_ and out_ view them
 };
 
 }  // namespace bpfprof::analysis

@@ -44,6 +44,20 @@ std::vector<Seen> walk_range(const FileReader& r, uint64_t begin, uint64_t end, 
   return out;
 }
 
+// A held walk: the views are copied only after the walk, so they must
+// outlive its callback.
+std::vector<Seen> walk_held(const FileReader& r, uint64_t begin, uint64_t end,
+                            std::vector<std::byte>& hold, Status* status) {
+  std::vector<std::pair<uint64_t, perf::RecordView>> views;
+  *status = r.for_each_record_in(
+      begin, end, [&](const perf::RecordView& v, uint64_t at) { views.emplace_back(at, v); },
+      nullptr, &hold);
+  std::vector<Seen> out;
+  for (const auto& [at, v] : views) {
+    out.push_back({at, v.header.type, ByteVec(v.bytes.begin(), v.bytes.end())});
+  }
+  return out;
+}
 
 class ReadWindowTest : public ::testing::Test {
  protected:
@@ -112,6 +126,55 @@ TEST_F(ReadWindowTest, OpenedFileWalksLikeItsBytes) {
   ASSERT_FALSE(part.empty());
   EXPECT_EQ(part.front().at, begin);
   EXPECT_LT(part.back().at, end);
+}
+
+// Windows read whole into a held buffer (script's time windows): every
+// range gives what the in-memory walk gives, with views valid after the
+// walk, including a range whose last record is of the largest size and
+// ends past the range, and the buffer reused for the next range.
+TEST_F(ReadWindowTest, HeldRangesWalkLikeTheirBytes) {
+  auto opened = FileReader::open(path_);
+  ASSERT_TRUE(opened.ok()) << opened.error().to_string();
+  const ByteVec bytes = bpfprof::testing::read_file_bytes(path_);
+  auto in_memory = FileReader::from_bytes(bytes);
+  ASSERT_TRUE(in_memory.ok());
+  Status st = ok_status();
+  const std::vector<Seen> all = walk_all(*opened, &st);
+  ASSERT_TRUE(st.ok());
+  size_t largest = 0;
+  for (size_t i = 0; i < all.size(); i++) {
+    if (all[i].bytes.size() > 65000) largest = i;
+  }
+  ASSERT_GT(largest, 10u);
+  const uint64_t data_end = opened->data_offset() + opened->data_size();
+  // [begin, end) pairs: the largest record last (its bytes run past `end`),
+  // a range after it, the data's end.
+  const std::vector<std::pair<uint64_t, uint64_t>> ranges = {
+      {all[largest - 10].at, all[largest].at + 1},
+      {all[largest + 1].at, all[largest + 500].at},
+      {all[0].at, all[3].at},
+      {all[all.size() - 40].at, data_end},
+  };
+  std::vector<std::byte> hold;
+  for (const auto& [begin, end] : ranges) {
+    Status a = ok_status(), b = ok_status();
+    const std::vector<Seen> held = walk_held(*opened, begin, end, hold, &a);
+    const std::vector<Seen> expected = walk_range(*in_memory, begin, end, &b);
+    ASSERT_TRUE(a.ok()) << a.error().to_string();
+    ASSERT_TRUE(b.ok());
+    ASSERT_FALSE(held.empty());
+    EXPECT_TRUE(held == expected) << "range [" << begin << ", " << end << ")";
+  }
+  // The file shrinks under the reader: a held walk past its new end is an
+  // error naming the offset, with the records before it intact.
+  const uint64_t keep = all[largest + 100].at + 10;
+  ASSERT_EQ(::truncate(path_.c_str(), static_cast<off_t>(keep)), 0);
+  const std::vector<Seen> cut =
+      walk_held(*opened, all[largest + 1].at, all[largest + 500].at, hold, &st);
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.error().code, Errc::kTruncated) << st.error().to_string();
+  ASSERT_EQ(cut.size(), 99u);
+  for (size_t i = 0; i < cut.size(); i++) EXPECT_TRUE(cut[i] == all[largest + 1 + i]);
 }
 
 // A recorder killed before it rewrote the header (data size 0, no feature

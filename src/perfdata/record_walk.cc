@@ -45,8 +45,8 @@ struct DStreamFree {
 class RecordWalker {
  public:
   RecordWalker(const FileReader& reader, const RecordFn& fn, bool ranged = false,
-               ReaderStats* skipped = nullptr, bool in_place = false)
-      : reader_(reader), fn_(fn), ranged_(ranged), skipped_(skipped), in_place_(in_place) {}
+               ReaderStats* skipped = nullptr, std::vector<std::byte>* hold = nullptr)
+      : reader_(reader), fn_(fn), ranged_(ranged), skipped_(skipped), hold_(hold) {}
 
   Status walk();
   // The records starting in data bytes [begin, end), without COMPRESSED
@@ -56,8 +56,12 @@ class RecordWalker {
  private:
   // The data bytes from `pos` on that are at hand: at least `n` of them
   // unless the data section (or the file) ends first. Opened files are read
-  // with pread into read_buf_ (n <= kReadWindow); other inputs are in memory.
+  // with pread into read_buf_ (n <= kReadWindow), or into *hold_ (the whole
+  // range at once); other inputs are in memory.
   Result<Bytes> bytes_at(size_t pos, size_t n);
+  // Reads data bytes [pos, pos + n) of an opened file into `to`; fewer if
+  // the file became shorter than its header says.
+  Result<size_t> pread_data(size_t pos, size_t n, std::byte* to) const;
   // One whole record at data byte `pos`: COMPRESSED records are decompressed,
   // others delivered; `pos` moves past it and any payload that follows it.
   // False: stop the walk (a killed recorder's cut-off tail).
@@ -83,7 +87,10 @@ class RecordWalker {
   uint64_t last_compressed_at_ = 0;
   const bool ranged_;
   ReaderStats* const skipped_;  // ranged walks: where skipped records are counted, if anywhere
-  const bool in_place_;         // views into the mapping even for opened files
+  std::vector<std::byte>* const hold_;  // ranged walks: the range read whole, if given
+  size_t hold_at_ = 0, hold_len_ = 0;   // data bytes [hold_at_, hold_at_ + hold_len_) are in *hold_
+  size_t range_end_ = 0;                // the walked range's end (data bytes)
+  bool hold_read_ = false;
 };
 
 void RecordWalker::deliver(const perf::RecordView& r, uint64_t at, bool nested) {
@@ -144,27 +151,46 @@ Result<bool> RecordWalker::step(const perf::RecordView& r, size_t& pos) {
   return true;
 }
 
+Result<size_t> RecordWalker::pread_data(size_t pos, size_t n, std::byte* to) const {
+  const FileReader& rd = reader_;
+  size_t got = 0;
+  while (got < n) {
+    const ssize_t r =
+        ::pread(rd.fd_->get(), to + got, n - got, static_cast<off_t>(rd.data_offset_ + pos + got));
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      return make_sys_error(
+          "reading the data section at byte offset " + std::to_string(rd.data_offset_ + pos + got),
+          errno);
+    }
+    if (r == 0) break;  // the file became shorter than its header says
+    got += static_cast<size_t>(r);
+  }
+  return got;
+}
+
 Result<Bytes> RecordWalker::bytes_at(size_t pos, size_t n) {
   const FileReader& rd = reader_;
-  if (!rd.fd_ || in_place_) return rd.file_.subspan(rd.data_offset_ + pos, rd.data_size_ - pos);
+  if (!rd.fd_) return rd.file_.subspan(rd.data_offset_ + pos, rd.data_size_ - pos);
+  if (hold_) {
+    // The first call reads the range whole, and the largest record that
+    // can start at its end: every record the walk hands out lies inside.
+    // What it holds from `pos` is all there is (fewer than `n` bytes only
+    // where the data or the file ends).
+    (void)n;
+    if (!hold_read_) {
+      hold_->resize(std::min(range_end_ + kMaxRecord, rd.data_size_) - hold_at_);
+      BPFPROF_ASSIGN_OR_RETURN(hold_len_, pread_data(hold_at_, hold_->size(), hold_->data()));
+      hold_read_ = true;
+    }
+    if (pos < hold_at_ || pos - hold_at_ > hold_len_) return Bytes();
+    return Bytes(hold_->data() + (pos - hold_at_), hold_len_ - (pos - hold_at_));
+  }
   if (pos < read_at_ || pos - read_at_ + n > read_len_) {
     if (!read_buf_) read_buf_ = std::make_unique_for_overwrite<std::byte[]>(kReadWindow);
     const size_t want = std::min(kReadWindow, rd.data_size_ - pos);
-    size_t got = 0;
-    while (got < want) {
-      const ssize_t r = ::pread(rd.fd_->get(), read_buf_.get() + got, want - got,
-                                static_cast<off_t>(rd.data_offset_ + pos + got));
-      if (r < 0) {
-        if (errno == EINTR) continue;
-        return make_sys_error("reading the data section at byte offset " +
-                                  std::to_string(rd.data_offset_ + pos + got),
-                              errno);
-      }
-      if (r == 0) break;  // the file became shorter than its header says
-      got += static_cast<size_t>(r);
-    }
+    BPFPROF_ASSIGN_OR_RETURN(read_len_, pread_data(pos, want, read_buf_.get()));
     read_at_ = pos;
-    read_len_ = got;
   }
   return Bytes(read_buf_.get() + (pos - read_at_), read_len_ - (pos - read_at_));
 }
@@ -173,6 +199,8 @@ Status RecordWalker::walk_range(size_t begin, size_t end) {
   const FileReader& rd = reader_;
   constexpr size_t kHeader = sizeof(perf::RecordHeader);
   size_t pos = begin;
+  hold_at_ = begin;
+  range_end_ = end;
   perf::RecordView view;
   while (pos < end) {
     BPFPROF_ASSIGN_OR_RETURN(Bytes held, bytes_at(pos, kHeader));
@@ -324,14 +352,14 @@ Status FileReader::for_each_record(const RecordFn& fn) const {
 }
 
 Status FileReader::for_each_record_in(uint64_t begin, uint64_t end, const RecordFn& fn,
-                                      ReaderStats* skipped, bool in_place) const {
+                                      ReaderStats* skipped, std::vector<std::byte>* hold) const {
   const uint64_t data_end = data_offset_ + data_size_;
   if (begin < data_offset_ || begin > end || end > data_end) {
     return make_error_at(Errc::kInternal, begin,
                          "record range [" + std::to_string(begin) + ", " + std::to_string(end) +
                              ") outside the data section");
   }
-  RecordWalker walker(*this, fn, /*ranged=*/true, skipped, in_place);
+  RecordWalker walker(*this, fn, /*ranged=*/true, skipped, hold);
   return walker.walk_range(static_cast<size_t>(begin - data_offset_),
                            static_cast<size_t>(end - data_offset_));
 }

@@ -221,12 +221,6 @@ Status WindowPipeline::run() {
         std::fwrite(slot.text.data(), 1, slot.text.size(), out_) != slot.text.size()) {
       return make_sys_error("writing the script output", errno);
     }
-    // Windows were read through the file's mapping; the ones still to come
-    // start at or after the next one's begin.
-    const perfdata::FileReader& reader = session_.reader();
-    const uint64_t next =
-        k + 1 < windows_.size() ? windows_[k + 1].begin : reader.data_offset() + reader.data_size();
-    reader.drop_pages(windows_[k].begin, next);
     {
       std::lock_guard lock(workers_.mutex());
       slot.done = false;
