@@ -16,6 +16,8 @@ packages=(
   libbpf-dev libelf-dev libdw-dev zlib1g-dev libzstd-dev libcapstone-dev
   libcli11-dev libfmt-dev nlohmann-json3-dev libprotobuf-dev protobuf-compiler
   libncurses-dev
+  # the bpfprof binary's allocator: its heap in huge pages (src/cli/malloc_conf.cc)
+  libjemalloc-dev
   # tests and benchmarks
   googletest libgtest-dev libgmock-dev libbenchmark-dev libclang-rt-14-dev
   # peers

@@ -13,11 +13,15 @@ struct BuildInfo {
   std::string version;  // the project's, e.g. "0.1.0"
   std::string commit;   // `git describe` of the tree at build time, or "unknown"
   std::string libbpf, capstone, zstd;
+  // "jemalloc 5.3.0 (thp:always)" where the binary is linked with jemalloc
+  // (its version and huge-page setting, asked of it), else empty.
+  std::string allocator;
 };
 
 BuildInfo build_info();
 
-// `bpfprof --version`: one line each, "bpfprof 0.1.0", "commit ...", "libbpf 1.1", ...
+// `bpfprof --version`: one line each, "bpfprof 0.1.0", "commit ...", "libbpf 1.1", ...,
+// the allocator's last where there is one.
 std::string build_info_lines(const BuildInfo& info);
 
 // The same on one line (the VERSION feature of a recording, the report header):

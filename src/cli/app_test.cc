@@ -20,6 +20,13 @@ namespace {
 
 using testing::run;
 const std::string kBpfprof = std::string(BPFPROF_BIN_DIR) + "/bpfprof";
+// The binary's allocator, as jemalloc itself reports it (CMakeLists.txt:
+// BPFPROF_JEMALLOC; sanitizer builds use their own, and print no line).
+#ifdef BPFPROF_JEMALLOC
+const std::string kAllocator = "jemalloc [0-9]+\\.[0-9]+\\.[0-9]+ \\(thp:always\\)\n";
+#else
+const std::string kAllocator;
+#endif
 
 TEST(AppTest, AloneItPrintsEveryCommandOnStderrAndExits2) {
   auto r = run({kBpfprof});
@@ -98,11 +105,13 @@ TEST(AppTest, VersionPrintsTheProjectCommitAndLibrariesOneLineEach) {
   EXPECT_EQ(flag.out, cmd.out);
   // The commit is "unknown" only when the tree is not a git checkout.
   const bool git = std::filesystem::exists(std::string(BPFPROF_SOURCE_DIR) + "/.git");
-  EXPECT_TRUE(std::regex_match(flag.out, std::regex(std::string("bpfprof [0-9]+\\.[0-9]+\\.[0-9]+\n") +
-                                                    (git ? "commit (?!unknown\n)[0-9a-zA-Z.+-]+\n" : "commit unknown\n") +
-                                                    "libbpf [0-9]+\\.[0-9]+\n"
-                                                    "capstone [0-9]+\\.[0-9]+\n"
-                                                    "zstd [0-9]+\\.[0-9]+\\.[0-9]+\n")))
+  EXPECT_TRUE(std::regex_match(
+      flag.out, std::regex(std::string("bpfprof [0-9]+\\.[0-9]+\\.[0-9]+\n") +
+                           (git ? "commit (?!unknown\n)[0-9a-zA-Z.+-]+\n" : "commit unknown\n") +
+                           "libbpf [0-9]+\\.[0-9]+\n"
+                           "capstone [0-9]+\\.[0-9]+\n"
+                           "zstd [0-9]+\\.[0-9]+\\.[0-9]+\n" +
+                           kAllocator)))
       << flag.out;
 }
 

@@ -17,10 +17,12 @@ namespace {
 const std::string kBpfprof = std::string(BPFPROF_BIN_DIR) + "/bpfprof";
 
 // "bpfprof 0.1.0\ncommit X\nlibbpf 1.1\n..." -> "bpfprof 0.1.0 (commit X; libbpf 1.1, ...)".
+// The allocator's line, where there is one, is not in the recording's.
 std::string one_line(const std::string& lines) {
   std::istringstream in(lines);
   std::vector<std::string> l;
   for (std::string s; std::getline(in, s);) l.push_back(s);
+  if (l.size() == 6 && l[5].starts_with("jemalloc ")) l.pop_back();
   if (l.size() != 5) return "(not five lines: " + lines + ")";
   return l[0] + " (" + l[1] + "; " + l[2] + ", " + l[3] + ", " + l[4] + ")";
 }
