@@ -179,8 +179,11 @@ Result<Bytes> RecordWalker::bytes_at(size_t pos, size_t n) {
     // where the data or the file ends).
     (void)n;
     if (!hold_read_) {
-      hold_->resize(std::min(range_end_ + kMaxRecord, rd.data_size_) - hold_at_);
-      BPFPROF_ASSIGN_OR_RETURN(hold_len_, pread_data(hold_at_, hold_->size(), hold_->data()));
+      const size_t want = std::min(range_end_ + kMaxRecord, rd.data_size_) - hold_at_;
+      // Grown, never shrunk: a resize to each range's size would zero the
+      // bytes between the last range's size and this one's every time.
+      if (hold_->size() < want) hold_->resize(want);
+      BPFPROF_ASSIGN_OR_RETURN(hold_len_, pread_data(hold_at_, want, hold_->data()));
       hold_read_ = true;
     }
     if (pos < hold_at_ || pos - hold_at_ > hold_len_) return Bytes();
