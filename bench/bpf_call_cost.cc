@@ -18,11 +18,12 @@
 //
 // With BPFPROF_COST_FLOOR="<sys_enter_bpf id> <sys_exit_bpf id>" (the
 // tracepoints' ids in tracefs), it first attaches a program that returns at
-// once ("r0 = 0; exit") to each of the two tracepoints, as the capture
-// attaches its own: what is left to pay then is the kernel's path to run a
-// program on a syscall tracepoint, which no capture program can avoid. It
-// then also prints "floor_enter_runs <run_cnt> <run_time_ns>" and the same
-// for floor_exit (non-zero with kernel.bpf_stats_enabled).
+// once ("r0 = 0; exit") to each of the two tracepoints: what is left to pay
+// then is the kernel's path to run a program on both syscall tracepoints.
+// With BPFPROF_COST_EXIT_FLOOR="<sys_exit_bpf id>", one such program on the
+// exit alone, as the capture attaches its own: the path no capture program
+// can avoid. It then also prints "floor_enter_runs <run_cnt> <run_time_ns>"
+// and the same for floor_exit (non-zero with kernel.bpf_stats_enabled).
 //
 //   bpfprof-bpf-call-cost [calls] [loads] [slices] [command]
 // prints "<command>_ns <mean>" per command, each over its timed calls.
@@ -190,6 +191,12 @@ int main(int argc, char** argv) {
     }
     floor_enter = attach_floor(enter, "floor_enter");
     floor_exit = attach_floor(exit, "floor_exit");
+  }
+  // One program, on sys_exit_bpf alone: the floor of a capture that decides
+  // at the exit only.
+  if (const char* floor = std::getenv("BPFPROF_COST_EXIT_FLOOR")) {
+    floor_enter = attach_floor(std::strtoull(floor, nullptr, 10), "floor_exit");
+    floor_exit = floor_enter;
   }
   if (std::getenv("BPFPROF_COST_RAW_FLOOR")) {
     floor_enter = attach_raw_floor("sys_enter", "floor_enter");

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# What the capture's two programs themselves cost per bpf() call, apart from
+# What the capture's programs themselves cost per bpf() call, apart from
 # the kernel's path that runs them (run by hand, as root; not a test). With
 # kernel.bpf_stats_enabled=1, each of the five commands of
 # bin/bpfprof-bpf-call-cost is timed alone under `bpfprof record -a`, and the
 # kernel's run_time_ns / run_cnt of capture_enter and capture_exit over those
-# calls is printed (median over the rounds). "floor" is the same for two
+# calls is printed (median over the rounds; capture_enter is 0 since the
+# capture decides at the exit alone, and is kept for BPFPROF_BEFORE builds). "floor" is the same for two
 # programs that return at once: with the statistics on, every run also pays
 # the two clock reads that measure it, which is most of the floor's figure.
 # The ns per call of the timed loop is printed too, but the statistics make

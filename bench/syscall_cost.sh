@@ -17,8 +17,10 @@
 #
 # BPFPROF_COST_CONFIGS lists the configurations (default "none perf floor
 # bpfprof bpfprof-user"). "floor" attaches a program that returns at once to
-# each of the two tracepoints the capture uses (bpfprof-bpf-call-cost does,
-# with BPFPROF_COST_FLOOR): the price of the kernel's path alone. "rawfloor"
+# each of sys_enter_bpf and sys_exit_bpf (bpfprof-bpf-call-cost does, with
+# BPFPROF_COST_FLOOR): the price of the kernel's path alone. "exitfloor"
+# attaches one to sys_exit_bpf alone, where the capture attaches its
+# program (BPFPROF_COST_EXIT_FLOOR). "rawfloor"
 # attaches the same programs to the raw tracepoints sys_enter and sys_exit
 # instead (BPFPROF_COST_RAW_FLOOR), which run on every system call. In both,
 # the programs are attached only while the bpf() commands are timed, not
@@ -46,13 +48,15 @@ tracepoint_ids() {
     d=/sys/kernel/tracing/events/syscalls
     echo "$(cat $d/sys_enter_bpf/id) $(cat $d/sys_exit_bpf/id)"'
 }
-case " $configs " in *" floor "*) floor_ids=$(tracepoint_ids) ;; esac
+case " $configs " in *" floor "* | *" exitfloor "*) floor_ids=$(tracepoint_ids) ;; esac
 
 bench() {  # name: appends one figure per measure to its file
   perf bench syscall basic -l "$loops" 2>/dev/null |
     awk '/usecs\/op/ {printf "%.0f\n", $1 * 1000}' >>"$work/$1.getppid"
   if [ "$1" = floor ]; then
     BPFPROF_COST_FLOOR=$floor_ids "$bin/bpfprof-bpf-call-cost" "$calls" "$loads" >"$work/$1.bpf"
+  elif [ "$1" = exitfloor ]; then
+    BPFPROF_COST_EXIT_FLOOR=${floor_ids#* } "$bin/bpfprof-bpf-call-cost" "$calls" "$loads" >"$work/$1.bpf"
   elif [ "$1" = rawfloor ]; then
     BPFPROF_COST_RAW_FLOOR=1 "$bin/bpfprof-bpf-call-cost" "$calls" "$loads" >"$work/$1.bpf"
   else
@@ -93,6 +97,7 @@ for ((i = 0; i < rounds; i++)); do
       none) bench none ;;
       floor) bench floor ;;
       rawfloor) bench rawfloor ;;
+      exitfloor) bench exitfloor ;;
       perf) under perf perf record -a -F 999 -q -o "$work/perf.data" ;;
       bpfprof) under bpfprof "$bin/bpfprof" record -a -F 999 -q -o "$work/bpfprof.data" ;;
       bpfprof-user)
@@ -109,6 +114,7 @@ label() {
     none) echo "no recording" ;;
     floor) echo "two programs returning at once" ;;
     rawfloor) echo "the same on the raw sys_enter/sys_exit" ;;
+    exitfloor) echo "one program on sys_exit_bpf alone" ;;
     perf) echo "perf record -a -F 999" ;;
     bpfprof) echo "bpfprof record -a (in-kernel)" ;;
     bpfprof-user) echo "bpfprof record -a --enrich user" ;;

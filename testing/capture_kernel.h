@@ -114,9 +114,9 @@ inline std::vector<uint32_t> load_test_programs(bpf_object*& obj) {
   return ids;
 }
 
-// The capture's own two programs, loaded (not attached) as a test's
-// programs: their BTF is over 16 KiB, so its first piece (CAPTURE_CHUNK_MAX
-// bytes) can never fit in a ring of one page, however fast it is drained.
+// The capture's own program, loaded (not attached) as a test's program:
+// its BTF is over 16 KiB, so its first piece (CAPTURE_CHUNK_MAX bytes) can
+// never fit in a ring of one page, however fast it is drained.
 inline std::vector<uint32_t> load_big_btf_programs(bpf_object*& obj) {
   std::vector<uint32_t> ids;
   const std::span<const unsigned char> image = capture::capture_object();

@@ -36,7 +36,6 @@ Result<uint64_t> read_id(const std::string& path) {
 
 Result<SyscallTracepointIds> read_ids(const std::string& tracefs) {
   SyscallTracepointIds ids;
-  BPFPROF_ASSIGN_OR_RETURN(ids.enter_bpf, read_id(tracefs + "/events/syscalls/sys_enter_bpf/id"));
   BPFPROF_ASSIGN_OR_RETURN(ids.exit_bpf, read_id(tracefs + "/events/syscalls/sys_exit_bpf/id"));
   return ids;
 }
@@ -70,7 +69,6 @@ struct Capture::State {
   std::vector<bpf_link*> links;
   ring_buffer* ring = nullptr;
   int counters_fd = -1;
-  int bss_fd = -1;  // .bss: pending_count
 
   ~State() {
     for (bpf_link* l : links) bpf_link__destroy(l);
@@ -146,32 +144,23 @@ Result<std::unique_ptr<Capture>> Capture::start(const CaptureConfig& config) {
     return failed("loading the capture programs", -rc);
   }
   s.counters_fd = bpf_map__fd(counters);
-  if (bpf_map* bss = bpf_object__find_map_by_name(s.object, ".bss")) s.bss_fd = bpf_map__fd(bss);
 
-  struct Attach {
-    const char* prog;
-    uint64_t id;
-  };
-  // The exit first: an entry the entry program notes always has its exit
-  // seen, so its count of pending commands comes back to 0.
-  for (const Attach& a : {Attach{"capture_exit", ids.exit_bpf}, Attach{"capture_enter", ids.enter_bpf}}) {
-    bpf_program* prog = bpf_object__find_program_by_name(s.object, a.prog);
-    if (!prog) return make_error(Errc::kInternal, std::string("capture object without ") + a.prog);
-    perf_event_attr attr{};
-    attr.type = PERF_TYPE_TRACEPOINT;
-    attr.size = sizeof attr;
-    attr.config = a.id;
-    attr.sample_period = 1;
-    // One event (CPU 0, every task) carries the program; it runs wherever
-    // the tracepoint fires. The event itself records nothing.
-    UniqueFd pfd(static_cast<int>(
-        ::syscall(SYS_perf_event_open, &attr, -1, 0, -1, PERF_FLAG_FD_CLOEXEC)));
-    if (!pfd.valid()) return failed(std::string("opening the tracepoint for ") + a.prog, errno);
-    bpf_link* link = bpf_program__attach_perf_event(prog, pfd.get());
-    if (!link) return failed(std::string("attaching ") + a.prog, errno);
-    pfd.release();  // the link owns it now
-    s.links.push_back(link);
-  }
+  // One event (CPU 0, every task) carries the program; it runs wherever
+  // the tracepoint fires. The event itself records nothing.
+  bpf_program* prog = bpf_object__find_program_by_name(s.object, "capture_exit");
+  if (!prog) return make_error(Errc::kInternal, "capture object without capture_exit");
+  perf_event_attr attr{};
+  attr.type = PERF_TYPE_TRACEPOINT;
+  attr.size = sizeof attr;
+  attr.config = ids.exit_bpf;
+  attr.sample_period = 1;
+  UniqueFd pfd(
+      static_cast<int>(::syscall(SYS_perf_event_open, &attr, -1, 0, -1, PERF_FLAG_FD_CLOEXEC)));
+  if (!pfd.valid()) return failed("opening the tracepoint for capture_exit", errno);
+  bpf_link* link = bpf_program__attach_perf_event(prog, pfd.get());
+  if (!link) return failed("attaching capture_exit", errno);
+  pfd.release();  // the link owns it now
+  s.links.push_back(link);
   s.ring = ring_buffer__new(bpf_map__fd(events), ring_callback, c.get(), nullptr);
   if (!s.ring) return failed("mapping the capture ring", errno);
   if (int rc = ring_buffer__add(s.ring, bpf_map__fd(missed), ring_callback, c.get()); rc < 0) {
@@ -211,7 +200,6 @@ CaptureCounters Capture::counters() const {
     sum.links += v.links;
     sum.links_missed += v.links_missed;
   }
-  if (state_->bss_fd >= 0) (void)bpf_map_lookup_elem(state_->bss_fd, &zero, &sum.pending);
   return sum;
 }
 
@@ -228,7 +216,6 @@ void Capture::stop() {
   bpf_object__close(s.object);
   s.object = nullptr;
   s.counters_fd = -1;
-  s.bss_fd = -1;
 }
 
 }  // namespace bpfprof::capture

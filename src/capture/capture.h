@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// In-kernel capture of program info at load (bpf/capture.bpf.c): two
-// tracepoint programs on syscalls/sys_{enter,exit}_bpf copy what
+// In-kernel capture of program info at load (bpf/capture.bpf.c): one
+// tracepoint program on syscalls/sys_exit_bpf copies what
 // bpf_prog_info would report for every program loaded through
 // BPF_PROG_LOAD, from the kernel's own structures, before the loader's
 // syscall returns, into a BPF ring buffer. The recorder drains that ring on
@@ -36,10 +36,6 @@ struct CaptureCounters {
   uint64_t read_errors = 0;   // kernel reads that failed
   uint64_t links = 0;         // links and attachments sent
   uint64_t links_missed = 0;  // links and attachments the ring could not take
-  // Threads the entry program saw enter a captured command whose exit it
-  // has not yet seen: 0 whenever no such call is under way, which is when
-  // the exit program returns without a lookup.
-  uint64_t pending = 0;
 };
 
 class Capture {
@@ -102,11 +98,11 @@ class Capture {
   bool stopped_ = false;
 };
 
-// The ids of the two syscall tracepoints, read from tracefs. Where tracefs
-// is not mounted, a short-lived thread of our own mounts it in a private
-// mount namespace (nothing changes in the host's mount table) and reads them.
+// The id of the bpf() syscall's exit tracepoint, read from tracefs. Where
+// tracefs is not mounted, a short-lived thread of our own mounts it in a
+// private mount namespace (nothing changes in the host's mount table) and
+// reads it.
 struct SyscallTracepointIds {
-  uint64_t enter_bpf = 0;
   uint64_t exit_bpf = 0;
 };
 Result<SyscallTracepointIds> find_bpf_syscall_tracepoints();

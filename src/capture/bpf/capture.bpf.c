@@ -5,18 +5,23 @@
  * the kernel's own structures and written into a BPF ring buffer that the
  * recorder drains on its normal cadence (no wake-up per record).
  *
- * Two tracepoint programs: sys_enter_bpf remembers, per thread, that the
- * thread is loading a program; sys_exit_bpf takes the fd the load returned,
- * finds the new struct bpf_prog behind it in the thread's file table and
- * copies it out. The loader still holds that fd, so the program cannot be
- * gone; no reference is taken and nothing waits on user space.
+ * One tracepoint program, on sys_exit_bpf: it reads the command and its
+ * attr from the caller's saved registers and returns at once for every
+ * command it does not capture, so the other bpf() calls on the host pay one
+ * tracepoint, not two (an entry program that noted captured commands per
+ * thread cost every bpf() call a second one: +435 to +618 ns per call
+ * against +210 to +349 ns for one program at the exit alone, here). For
+ * BPF_PROG_LOAD it takes the fd the load returned, finds the new struct
+ * bpf_prog behind it in the thread's file table and copies it out. The
+ * loader still holds that fd, so the program cannot be gone; no reference
+ * is taken and nothing waits on user space.
  *
- * The same two programs capture the attachments made during the recording:
- * at the exit of BPF_LINK_CREATE and BPF_RAW_TRACEPOINT_OPEN the new struct
+ * The same program captures the attachments made during the recording: at
+ * the exit of BPF_LINK_CREATE and BPF_RAW_TRACEPOINT_OPEN the new struct
  * bpf_link behind the returned fd (its id, type, program and what names its
  * point), at the exit of BPF_PROG_ATTACH to a cgroup or an interface the
- * program and the target; and at the entry of BPF_PROG_TEST_RUN the program
- * run (once per program); at the exit of BPF_PROG_BIND_MAP the map bound.
+ * program and the target; the program a BPF_PROG_TEST_RUN ran (once per
+ * program); at the exit of BPF_PROG_BIND_MAP the map bound.
  *
  * One object, in files by what it captures: kernel_types.h (the kernel's
  * types, CO-RE: only the fields read, relocated against the running kernel's
@@ -29,77 +34,70 @@
 #include "prog_load.h"
 #include "links.h"
 
-SEC("tracepoint/syscalls/sys_enter_bpf")
-int capture_enter(struct sys_enter_ctx *ctx)
-{
-	struct pending_cmd p = { .cmd = ctx->args[0], .attr = ctx->args[1] };
-	__u64 key;
+/* The bpf() command and its attr pointer, from the registers saved at entry. */
+static __always_inline void syscall_args(__u64* cmd, __u64* attr) {
+  void* regs = (void*)bpf_task_pt_regs(bpf_get_current_task_btf());
 
-	if (p.cmd == CMD_PROG_TEST_RUN) {
-		struct capture_test_run t = { .hdr = { .kind = CAPTURE_TEST_RUN } };
-		struct bpf_prog *prog;
-		__u32 fd = 0;
-		__u8 one = 1;
+  if (bpf_core_field_exists(struct pt_regs___x86, di)) {
+    struct pt_regs___x86* r = regs;
 
-		/* attr->test.prog_fd, first in its struct */
-		if (bpf_probe_read_user(&fd, sizeof(fd), (void *)ctx->args[1]))
-			return 0;
-		prog = fd_prog(fd);
-		t.hdr.id = BPF_CORE_READ(prog, aux, id);
-		if (!t.hdr.id || bpf_map_lookup_elem(&test_run_sent, &t.hdr.id))
-			return 0;
-		t.time = bpf_ktime_get_ns();
-		if (bpf_ringbuf_output(&events, &t, sizeof(t), BPF_RB_NO_WAKEUP)) {
-			count_lost();
-			return 0;
-		}
-		bpf_map_update_elem(&test_run_sent, &t.hdr.id, &one, BPF_ANY);
-		return 0;
-	}
-	if (p.cmd != CMD_PROG_LOAD && p.cmd != CMD_LINK_CREATE && p.cmd != CMD_RAW_TRACEPOINT_OPEN &&
-	    p.cmd != CMD_PROG_ATTACH && p.cmd != CMD_PROG_BIND_MAP)
-		return 0;
-	key = bpf_get_current_pid_tgid();
-	/* Counted only when new: an entry whose exit was not seen (none is
-	 * expected: the exit program is attached first) is overwritten. */
-	if (!bpf_map_update_elem(&pending, &key, &p, BPF_NOEXIST))
-		__sync_fetch_and_add(&pending_count, 1);
-	else
-		bpf_map_update_elem(&pending, &key, &p, BPF_ANY);
-	return 0;
+    *cmd = r->di;
+    *attr = r->si;
+  } else {
+    struct pt_regs___arm64* r = regs;
+
+    *cmd = r->orig_x0;
+    *attr = r->regs[1];
+  }
+}
+
+/* The program a BPF_PROG_TEST_RUN ran, sent once per program. */
+static __always_inline int capture_test_run(__u64 attr) {
+  struct capture_test_run t = {.hdr = {.kind = CAPTURE_TEST_RUN}};
+  struct bpf_prog* prog;
+  __u32 fd = 0;
+  __u8 one = 1;
+
+  /* attr->test.prog_fd, first in its struct */
+  if (bpf_probe_read_user(&fd, sizeof(fd), (void*)attr)) return 0;
+  prog = fd_prog(fd);
+  t.hdr.id = BPF_CORE_READ(prog, aux, id);
+  if (!t.hdr.id || bpf_map_lookup_elem(&test_run_sent, &t.hdr.id)) return 0;
+  t.time = bpf_ktime_get_ns();
+  if (bpf_ringbuf_output(&events, &t, sizeof(t), BPF_RB_NO_WAKEUP)) {
+    count_lost();
+    return 0;
+  }
+  bpf_map_update_elem(&test_run_sent, &t.hdr.id, &one, BPF_ANY);
+  return 0;
 }
 
 SEC("tracepoint/syscalls/sys_exit_bpf")
 int capture_exit(struct sys_exit_ctx *ctx)
 {
-	struct pending_cmd *w, p;
-	__u64 key;
+  __u64 cmd, attr;
 
-	/* Nothing pending on any thread: this call's command is not captured. */
-	if (!*(volatile __u64 *)&pending_count)
-		return 0;
-	key = bpf_get_current_pid_tgid();
-	w = bpf_map_lookup_elem(&pending, &key);
-	if (!w)
-		return 0;
-	p = *w;
-	if (!bpf_map_delete_elem(&pending, &key))
-		__sync_fetch_and_add(&pending_count, -1);
-	if (ctx->ret < 0)
-		return 0;
-	switch (p.cmd) {
-	case CMD_PROG_LOAD:
-		return capture_load(ctx->ret);
-	case CMD_LINK_CREATE:
-	case CMD_RAW_TRACEPOINT_OPEN:
-		return capture_link(ctx->ret);
-	case CMD_PROG_ATTACH:
-		return capture_prog_attach(p.attr);
-	case CMD_PROG_BIND_MAP:
-		return capture_bind_map(p.attr);
-	default:
-		return 0;
-	}
+  syscall_args(&cmd, &attr);
+  /* Decided from the command alone: every other one returns here. */
+  if (cmd != CMD_PROG_LOAD && cmd != CMD_LINK_CREATE && cmd != CMD_RAW_TRACEPOINT_OPEN &&
+      cmd != CMD_PROG_ATTACH && cmd != CMD_PROG_BIND_MAP && cmd != CMD_PROG_TEST_RUN)
+    return 0;
+  if (ctx->ret < 0) return 0;
+  switch (cmd) {
+    case CMD_PROG_LOAD:
+      return capture_load(ctx->ret);
+    case CMD_LINK_CREATE:
+    case CMD_RAW_TRACEPOINT_OPEN:
+      return capture_link(ctx->ret);
+    case CMD_PROG_ATTACH:
+      return capture_prog_attach(attr);
+    case CMD_PROG_BIND_MAP:
+      return capture_bind_map(attr);
+    case CMD_PROG_TEST_RUN:
+      return capture_test_run(attr);
+    default:
+      return 0;
+  }
 }
 
 char LICENSE[] SEC("license") = "GPL";

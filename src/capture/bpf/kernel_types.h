@@ -223,13 +223,24 @@ struct task_struct {
 /* tcx ingress/egress, netkit primary/peer: BPF_PROG_ATTACH by ifindex. */
 #define IFINDEX_ATTACH_TYPES (BIT(46) | BIT(47) | BIT(54) | BIT(55))
 
-/* The syscall tracepoints' records (tracefs events/syscalls/.../format). */
-struct sys_enter_ctx {
-	__u64 common;
-	__s64 nr;
-	__u64 args[6];
-};
+/*
+ * The user's registers, saved at the system call's entry (bpf_task_pt_regs):
+ * at its exit they still hold the call's arguments. x86-64 passes the first
+ * two in rdi and rsi; arm64 in x0 and x1, where x0 holds the return value by
+ * the exit and orig_x0 keeps the first argument. Flavors: libbpf relocates
+ * the one the running kernel has (bpf_core_field_exists picks it).
+ */
+struct pt_regs___x86 {
+  unsigned long di;
+  unsigned long si;
+} CORE;
 
+struct pt_regs___arm64 {
+  __u64 regs[31];
+  __u64 orig_x0;
+} CORE;
+
+/* The syscall tracepoints' records (tracefs events/syscalls/.../format). */
 struct sys_exit_ctx {
 	__u64 common;
 	__s64 nr;

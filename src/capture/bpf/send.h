@@ -31,30 +31,6 @@ struct {
  */
 const volatile __u64 wake_at = 2 << 20;
 
-/* A thread inside a bpf() command captured at its exit. */
-struct pending_cmd {
-	__u32 cmd;
-	__u32 pad;
-	__u64 attr; /* the user's union bpf_attr */
-};
-
-/* Threads inside a captured command, by pid_tgid. */
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 4096);
-	__type(key, __u64);
-	__type(value, struct pending_cmd);
-} pending SEC(".maps");
-
-/*
- * Entries in `pending`: incremented when capture_enter adds one, decremented
- * when capture_exit removes one. While it is 0 (no thread is inside a
- * captured command, the usual case) capture_exit returns at once, without a
- * lookup. An entry the LRU evicts leaves it above 0, which only costs every
- * exit that lookup again; it never hides a pending command.
- */
-__u64 pending_count = 0;
-
 /* Programs whose BPF_PROG_TEST_RUN this recording has sent. */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
