@@ -9,10 +9,11 @@
 
 int main(int argc, char** argv) {
 #ifndef BPFPROF_JEMALLOC
-  // glibc's malloc (sanitizer builds bring their own): the enricher thread
-  // keeps every program's JIT image and line info until the file is closed:
-  // let its heap grow in large steps instead of one mprotect/brk per
-  // allocation (measured: ~10% of the enricher's CPU under churn).
+  // Built without jemalloc (BPFPROF_JEMALLOC=OFF; sanitizer builds), glibc's
+  // malloc: the enricher thread keeps every program's JIT image and line
+  // info until the file is closed: let its heap grow in large steps instead
+  // of one mprotect/brk per allocation (measured: ~10% of the enricher's CPU
+  // under churn).
   mallopt(M_TOP_PAD, 16 << 20);
   mallopt(M_TRIM_THRESHOLD, 64 << 20);
 #endif

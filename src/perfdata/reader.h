@@ -109,9 +109,9 @@ class FileReader {
   // and views stay valid until *hold is next used or freed: the window's
   // records are kept without a copy, and without mapping the file, whose
   // page faults cost ~4x the read here (a paravirtualized machine: 0.06 s
-  // against 0.014 s for a 137 MB file). A trailing payload beyond it is
-  // viewed in the mapping (valid as long as the reader). Inputs in memory
-  // (stdin, from_bytes) are viewed where they are.
+  // against 0.014 s for a 137 MB file). Every record the walk hands out lies
+  // in *hold (a payload after the range's last record is skipped, not
+  // read). Inputs in memory (stdin, from_bytes) are viewed where they are.
   Status for_each_record_in(uint64_t begin, uint64_t end,
                             const std::function<void(const perf::RecordView&, uint64_t)>& fn,
                             ReaderStats* skipped = nullptr,

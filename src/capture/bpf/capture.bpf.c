@@ -35,69 +35,74 @@
 #include "links.h"
 
 /* The bpf() command and its attr pointer, from the registers saved at entry. */
-static __always_inline void syscall_args(__u64* cmd, __u64* attr) {
-  void* regs = (void*)bpf_task_pt_regs(bpf_get_current_task_btf());
+static __always_inline void syscall_args(__u64 *cmd, __u64 *attr)
+{
+	void *regs = (void *)bpf_task_pt_regs(bpf_get_current_task_btf());
 
-  if (bpf_core_field_exists(struct pt_regs___x86, di)) {
-    struct pt_regs___x86* r = regs;
+	if (bpf_core_field_exists(struct pt_regs___x86, di)) {
+		struct pt_regs___x86 *r = regs;
 
-    *cmd = r->di;
-    *attr = r->si;
-  } else {
-    struct pt_regs___arm64* r = regs;
+		*cmd = r->di;
+		*attr = r->si;
+	} else {
+		struct pt_regs___arm64 *r = regs;
 
-    *cmd = r->orig_x0;
-    *attr = r->regs[1];
-  }
+		*cmd = r->orig_x0;
+		*attr = r->regs[1];
+	}
 }
 
 /* The program a BPF_PROG_TEST_RUN ran, sent once per program. */
-static __always_inline int capture_test_run(__u64 attr) {
-  struct capture_test_run t = {.hdr = {.kind = CAPTURE_TEST_RUN}};
-  struct bpf_prog* prog;
-  __u32 fd = 0;
-  __u8 one = 1;
+static __always_inline int capture_test_run(__u64 attr)
+{
+	struct capture_test_run t = { .hdr = { .kind = CAPTURE_TEST_RUN } };
+	struct bpf_prog *prog;
+	__u32 fd = 0;
+	__u8 one = 1;
 
-  /* attr->test.prog_fd, first in its struct */
-  if (bpf_probe_read_user(&fd, sizeof(fd), (void*)attr)) return 0;
-  prog = fd_prog(fd);
-  t.hdr.id = BPF_CORE_READ(prog, aux, id);
-  if (!t.hdr.id || bpf_map_lookup_elem(&test_run_sent, &t.hdr.id)) return 0;
-  t.time = bpf_ktime_get_ns();
-  if (bpf_ringbuf_output(&events, &t, sizeof(t), BPF_RB_NO_WAKEUP)) {
-    count_lost();
-    return 0;
-  }
-  bpf_map_update_elem(&test_run_sent, &t.hdr.id, &one, BPF_ANY);
-  return 0;
+	/* attr->test.prog_fd, first in its struct */
+	if (bpf_probe_read_user(&fd, sizeof(fd), (void *)attr))
+		return 0;
+	prog = fd_prog(fd);
+	t.hdr.id = BPF_CORE_READ(prog, aux, id);
+	if (!t.hdr.id || bpf_map_lookup_elem(&test_run_sent, &t.hdr.id))
+		return 0;
+	t.time = bpf_ktime_get_ns();
+	if (bpf_ringbuf_output(&events, &t, sizeof(t), BPF_RB_NO_WAKEUP)) {
+		count_lost();
+		return 0;
+	}
+	bpf_map_update_elem(&test_run_sent, &t.hdr.id, &one, BPF_ANY);
+	return 0;
 }
 
 SEC("tracepoint/syscalls/sys_exit_bpf")
 int capture_exit(struct sys_exit_ctx *ctx)
 {
-  __u64 cmd, attr;
+	__u64 cmd, attr;
 
-  syscall_args(&cmd, &attr);
-  /* Decided from the command alone: every other one returns here. */
-  if (cmd != CMD_PROG_LOAD && cmd != CMD_LINK_CREATE && cmd != CMD_RAW_TRACEPOINT_OPEN &&
-      cmd != CMD_PROG_ATTACH && cmd != CMD_PROG_BIND_MAP && cmd != CMD_PROG_TEST_RUN)
-    return 0;
-  if (ctx->ret < 0) return 0;
-  switch (cmd) {
-    case CMD_PROG_LOAD:
-      return capture_load(ctx->ret);
-    case CMD_LINK_CREATE:
-    case CMD_RAW_TRACEPOINT_OPEN:
-      return capture_link(ctx->ret);
-    case CMD_PROG_ATTACH:
-      return capture_prog_attach(attr);
-    case CMD_PROG_BIND_MAP:
-      return capture_bind_map(attr);
-    case CMD_PROG_TEST_RUN:
-      return capture_test_run(attr);
-    default:
-      return 0;
-  }
+	syscall_args(&cmd, &attr);
+	/* Decided from the command alone: every other one returns here. */
+	if (cmd != CMD_PROG_LOAD && cmd != CMD_LINK_CREATE && cmd != CMD_RAW_TRACEPOINT_OPEN &&
+	    cmd != CMD_PROG_ATTACH && cmd != CMD_PROG_BIND_MAP && cmd != CMD_PROG_TEST_RUN)
+		return 0;
+	if (ctx->ret < 0)
+		return 0;
+	switch (cmd) {
+	case CMD_PROG_LOAD:
+		return capture_load(ctx->ret);
+	case CMD_LINK_CREATE:
+	case CMD_RAW_TRACEPOINT_OPEN:
+		return capture_link(ctx->ret);
+	case CMD_PROG_ATTACH:
+		return capture_prog_attach(attr);
+	case CMD_PROG_BIND_MAP:
+		return capture_bind_map(attr);
+	case CMD_PROG_TEST_RUN:
+		return capture_test_run(attr);
+	default:
+		return 0;
+	}
 }
 
 char LICENSE[] SEC("license") = "GPL";

@@ -231,13 +231,13 @@ struct task_struct {
  * the one the running kernel has (bpf_core_field_exists picks it).
  */
 struct pt_regs___x86 {
-  unsigned long di;
-  unsigned long si;
+	unsigned long di;
+	unsigned long si;
 } CORE;
 
 struct pt_regs___arm64 {
-  __u64 regs[31];
-  __u64 orig_x0;
+	__u64 regs[31];
+	__u64 orig_x0;
 } CORE;
 
 /* The syscall tracepoints' records (tracefs events/syscalls/.../format). */
