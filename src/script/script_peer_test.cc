@@ -150,6 +150,14 @@ std::string classify(const std::vector<Frame>& perf, const std::vector<Frame>& o
     // function that made it.
     return "return_address_at_symbol_start";
   }
+  if (i > 0 && p.sym.ends_with("+0x0") && p.dso == name_of(p.sym) && o.dso == "[bpf]" &&
+      ksymbol_names(rec, p.ip, header_time_ns(key), p.sym)) {
+    // The same in BPF code (perf's dso for it is the symbol): a return
+    // address at a program's first byte, as the file's KSYMBOL records name
+    // it; we name address - 1, outside that program (another program's
+    // last byte, or no program).
+    return "return_address_at_symbol_start";
+  }
   if (i > 0 && p.sym == "[unknown]" && p.dso == o.dso && return_address_at_symbol_end(p, o)) {
     // The same at a function's end where no symbol starts: perf finds no
     // symbol at the return address, we name the call's function.
