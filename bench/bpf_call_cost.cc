@@ -195,8 +195,7 @@ int main(int argc, char** argv) {
   // One program, on sys_exit_bpf alone: the floor of a capture that decides
   // at the exit only.
   if (const char* floor = std::getenv("BPFPROF_COST_EXIT_FLOOR")) {
-    floor_enter = attach_floor(std::strtoull(floor, nullptr, 10), "floor_exit");
-    floor_exit = floor_enter;
+    floor_exit = attach_floor(std::strtoull(floor, nullptr, 10), "floor_exit");
   }
   if (std::getenv("BPFPROF_COST_RAW_FLOOR")) {
     floor_enter = attach_raw_floor("sys_enter", "floor_enter");
@@ -238,9 +237,7 @@ int main(int argc, char** argv) {
     if (only && std::strcmp(only, c.name) != 0) continue;
     std::printf("%s_ns %.0f\n", c.name, c.ns / static_cast<double>(c.calls / slices * slices));
   }
-  if (floor_enter >= 0) {
-    print_run_stats(floor_enter, "floor_enter");
-    print_run_stats(floor_exit, "floor_exit");
-  }
+  if (floor_enter >= 0) print_run_stats(floor_enter, "floor_enter");
+  if (floor_exit >= 0) print_run_stats(floor_exit, "floor_exit");
   return 0;
 }

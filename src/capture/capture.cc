@@ -34,12 +34,6 @@ Result<uint64_t> read_id(const std::string& path) {
   return id;
 }
 
-Result<SyscallTracepointIds> read_ids(const std::string& tracefs) {
-  SyscallTracepointIds ids;
-  BPFPROF_ASSIGN_OR_RETURN(ids.exit_bpf, read_id(tracefs + "/events/syscalls/sys_exit_bpf/id"));
-  return ids;
-}
-
 // libbpf's messages while loading: kept (the last warning becomes part of
 // the reason capture cannot run), never printed.
 thread_local std::string* g_libbpf_log = nullptr;
@@ -58,9 +52,10 @@ int keep_libbpf_message(enum libbpf_print_level level, const char* format, va_li
 
 }  // namespace
 
-Result<SyscallTracepointIds> find_bpf_syscall_tracepoints() {
-  Result<SyscallTracepointIds> result = make_error(Errc::kInternal, "tracefs was not read");
-  BPFPROF_TRY(perf::with_tracefs([&](const std::string& dir) { result = read_ids(dir); }));
+Result<uint64_t> find_bpf_exit_tracepoint() {
+  Result<uint64_t> result = make_error(Errc::kInternal, "tracefs was not read");
+  BPFPROF_TRY(perf::with_tracefs(
+      [&](const std::string& dir) { result = read_id(dir + "/events/syscalls/sys_exit_bpf/id"); }));
   return result;
 }
 
@@ -113,7 +108,7 @@ Result<std::unique_ptr<Capture>> Capture::start(const CaptureConfig& config) {
     return e;
   };
 
-  BPFPROF_ASSIGN_OR_RETURN(SyscallTracepointIds ids, find_bpf_syscall_tracepoints());
+  BPFPROF_ASSIGN_OR_RETURN(const uint64_t exit_bpf, find_bpf_exit_tracepoint());
 
   const std::span<const unsigned char> obj = capture_object();
   LIBBPF_OPTS(bpf_object_open_opts, open_opts, .object_name = "bpfprof_capture");
@@ -152,7 +147,7 @@ Result<std::unique_ptr<Capture>> Capture::start(const CaptureConfig& config) {
   perf_event_attr attr{};
   attr.type = PERF_TYPE_TRACEPOINT;
   attr.size = sizeof attr;
-  attr.config = ids.exit_bpf;
+  attr.config = exit_bpf;
   attr.sample_period = 1;
   UniqueFd pfd(
       static_cast<int>(::syscall(SYS_perf_event_open, &attr, -1, 0, -1, PERF_FLAG_FD_CLOEXEC)));

@@ -102,9 +102,6 @@ class Capture {
 // tracefs is not mounted, a short-lived thread of our own mounts it in a
 // private mount namespace (nothing changes in the host's mount table) and
 // reads it.
-struct SyscallTracepointIds {
-  uint64_t exit_bpf = 0;
-};
-Result<SyscallTracepointIds> find_bpf_syscall_tracepoints();
+Result<uint64_t> find_bpf_exit_tracepoint();
 
 }  // namespace bpfprof::capture
