@@ -26,7 +26,9 @@
 #include <vector>
 
 #include "base/error.h"
+#include "base/prefault.h"
 #include "perf/records.h"
+#include "perfdata/reader.h"
 
 namespace bpfprof::analysis {
 
@@ -168,11 +170,14 @@ class WindowSamples {
   // Sorts keys_ by (time, index).
   void sort_keys();
 
-  std::vector<Key> keys_, scratch_;
-  std::vector<size_t> runs_;         // where ascending runs of keys_ start, then its size
-  std::vector<OrderedSample> kept_;  // in file order
-  std::vector<OrderedSample> out_;
-  std::vector<std::byte> hold_;  // the window's bytes; kept_ and out_ view them
+  // Large and refilled per window: grown in blocks mapped at once.
+  template <class T>
+  using Buffer = std::vector<T, PrefaultAllocator<T>>;
+  Buffer<Key> keys_, scratch_;
+  std::vector<size_t> runs_;    // where ascending runs of keys_ start, then its size
+  Buffer<OrderedSample> kept_;  // in file order
+  Buffer<OrderedSample> out_;
+  perfdata::FileReader::HoldBytes hold_;  // the window's bytes; kept_ and out_ view them
 };
 
 }  // namespace bpfprof::analysis

@@ -47,7 +47,7 @@ std::vector<Seen> walk_range(const FileReader& r, uint64_t begin, uint64_t end, 
 // A held walk: the views are copied only after the walk, so they must
 // outlive its callback.
 std::vector<Seen> walk_held(const FileReader& r, uint64_t begin, uint64_t end,
-                            std::vector<std::byte>& hold, Status* status) {
+                            FileReader::HoldBytes& hold, Status* status) {
   std::vector<std::pair<uint64_t, perf::RecordView>> views;
   *status = r.for_each_record_in(
       begin, end, [&](const perf::RecordView& v, uint64_t at) { views.emplace_back(at, v); },
@@ -155,7 +155,7 @@ TEST_F(ReadWindowTest, HeldRangesWalkLikeTheirBytes) {
       {all[0].at, all[3].at},
       {all[all.size() - 40].at, data_end},
   };
-  std::vector<std::byte> hold;
+  FileReader::HoldBytes hold;
   for (const auto& [begin, end] : ranges) {
     Status a = ok_status(), b = ok_status();
     const std::vector<Seen> held = walk_held(*opened, begin, end, hold, &a);

@@ -19,6 +19,7 @@
 
 #include "base/byte_cursor.h"
 #include "base/error.h"
+#include "base/prefault.h"
 #include "base/unique_fd.h"
 #include "perf/records.h"
 #include "perfdata/features.h"
@@ -112,10 +113,10 @@ class FileReader {
   // against 0.014 s for a 137 MB file). Every record the walk hands out lies
   // in *hold (a payload after the range's last record is skipped, not
   // read). Inputs in memory (stdin, from_bytes) are viewed where they are.
+  using HoldBytes = std::vector<std::byte, PrefaultAllocator<std::byte>>;
   Status for_each_record_in(uint64_t begin, uint64_t end,
                             const std::function<void(const perf::RecordView&, uint64_t)>& fn,
-                            ReaderStats* skipped = nullptr,
-                            std::vector<std::byte>* hold = nullptr) const;
+                            ReaderStats* skipped = nullptr, HoldBytes* hold = nullptr) const;
   // Tells the kernel the mapped file bytes of the pages inside [begin, end)
   // are not needed now, so a walk's resident memory is a window, not the
   // file. Views stay valid: the mapping is private and read-only, so a page

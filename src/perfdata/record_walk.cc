@@ -45,7 +45,7 @@ struct DStreamFree {
 class RecordWalker {
  public:
   RecordWalker(const FileReader& reader, const RecordFn& fn, bool ranged = false,
-               ReaderStats* skipped = nullptr, std::vector<std::byte>* hold = nullptr)
+               ReaderStats* skipped = nullptr, FileReader::HoldBytes* hold = nullptr)
       : reader_(reader), fn_(fn), ranged_(ranged), skipped_(skipped), hold_(hold) {}
 
   Status walk();
@@ -87,7 +87,7 @@ class RecordWalker {
   uint64_t last_compressed_at_ = 0;
   const bool ranged_;
   ReaderStats* const skipped_;  // ranged walks: where skipped records are counted, if anywhere
-  std::vector<std::byte>* const hold_;  // ranged walks: the range read whole, if given
+  FileReader::HoldBytes* const hold_;   // ranged walks: the range read whole, if given
   size_t hold_at_ = 0, hold_len_ = 0;   // data bytes [hold_at_, hold_at_ + hold_len_) are in *hold_
   size_t range_end_ = 0;                // the walked range's end (data bytes)
   bool hold_read_ = false;
@@ -355,7 +355,7 @@ Status FileReader::for_each_record(const RecordFn& fn) const {
 }
 
 Status FileReader::for_each_record_in(uint64_t begin, uint64_t end, const RecordFn& fn,
-                                      ReaderStats* skipped, std::vector<std::byte>* hold) const {
+                                      ReaderStats* skipped, HoldBytes* hold) const {
   const uint64_t data_end = data_offset_ + data_size_;
   if (begin < data_offset_ || begin > end || end > data_end) {
     return make_error_at(Errc::kInternal, begin,

@@ -16,6 +16,7 @@
 #include "analysis/sample_frames.h"
 #include "analysis/session.h"
 #include "analysis/time_order.h"
+#include "base/prefault.h"
 #include "perf/records.h"
 #include "script/script.h"
 #include "script/text_buffer.h"
@@ -55,7 +56,7 @@ struct LineScratch {
     char text[100];
   };
   static constexpr size_t kTails = 4096;
-  std::vector<Tail> tails = std::vector<Tail>(kTails);
+  std::vector<Tail, PrefaultAllocator<Tail>> tails = decltype(tails)(kTails);
   // "\t{ip:16x} {sym}+0x{off} ({dso})\n" of callchain frames as last
   // written (direct-mapped by address and process), with the times
   // [from, to) the symbolizer's answer for the frame holds for.
@@ -68,7 +69,8 @@ struct LineScratch {
   };
   static_assert(sizeof(FrameText) == 256);
   static constexpr size_t kFrameTexts = 4096;
-  std::vector<FrameText> frame_texts = std::vector<FrameText>(kFrameTexts);
+  std::vector<FrameText, PrefaultAllocator<FrameText>> frame_texts =
+      decltype(frame_texts)(kFrameTexts);
   // JSON: program owners (with their cgroups) and attach points by program
   // index, made on first use ("" = not yet), from the attach index made on
   // first use.

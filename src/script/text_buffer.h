@@ -4,8 +4,6 @@
 // with plain stores.
 #pragma once
 
-#include <sys/mman.h>
-
 #include <algorithm>
 #include <bit>
 #include <cstddef>
@@ -13,6 +11,8 @@
 #include <cstring>
 #include <memory>
 #include <string_view>
+
+#include "base/prefault.h"
 
 namespace bpfprof::script {
 
@@ -43,23 +43,10 @@ class TextBuffer {
   void grow(size_t more) {
     const size_t capacity = std::max({size_ + more, 2 * capacity_, size_t{1} << 16});
     auto data = std::make_unique_for_overwrite<char[]>(capacity);
-    populate(data.get(), capacity);
+    prefault(data.get(), capacity);
     if (size_ > 0) std::memcpy(data.get(), data_.get(), size_);
     data_ = std::move(data);
     capacity_ = capacity;
-  }
-
-  // Maps the pages of a large buffer in one call: touched one by one, each
-  // first write is a page fault, and on a paravirtualized machine the faults
-  // of the buffers' first fills cost more than the copies into them.
-  // Advice only: a kernel without MADV_POPULATE_WRITE (before 5.14) faults
-  // them in as before.
-  static void populate(char* p, size_t n) {
-    constexpr size_t kPage = 4096, kLarge = size_t{1} << 20;
-    if (n < kLarge) return;
-    const uintptr_t begin = (reinterpret_cast<uintptr_t>(p) + kPage - 1) & ~(kPage - 1);
-    const uintptr_t end = (reinterpret_cast<uintptr_t>(p) + n) & ~(kPage - 1);
-    (void)::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_POPULATE_WRITE);
   }
 
   std::unique_ptr<char[]> data_;
