@@ -7,6 +7,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 
@@ -69,22 +70,24 @@ DrainLoop::DrainLoop(EventSet& events, const perf::SampleLayout& layout, RecordO
       output_(std::move(output)),
       end_pass_(std::move(end_pass)) {}
 
-Status DrainLoop::pass(std::optional<uint64_t> until) {
+Status DrainLoop::pass(Cut cut) {
   size_t copied = 0;
   for (CpuRing& r : events_.sampling_rings()) {
-    auto n = copier_.copy(r.ring, false, output_, until);
+    auto n = copier_.copy(r.ring, false, output_, cut.samples);
     if (!n.ok()) return std::move(n).error();
     copied += *n;
   }
   for (CpuRing& r : events_.sideband_rings()) {
-    if (hooks_.before_sideband_copy) hooks_.before_sideband_copy(r.ring, until);
-    auto n = copier_.copy(r.ring, true, output_, until);
+    if (hooks_.before_sideband_copy) hooks_.before_sideband_copy(r.ring, cut.sideband);
+    auto n = copier_.copy(r.ring, true, output_, cut.sideband);
     if (!n.ok()) return std::move(n).error();
     copied += *n;
   }
   // The hook first (it may learn what the round should carry), then the round.
   if (hooks_.after_pass) BPFPROF_TRY(hooks_.after_pass());
-  return end_pass_(copied > 0);
+  Status ended = end_pass_(copied > 0);
+  last_pass_end_ = monotonic_ns();
+  return ended;
 }
 
 Result<StopReason> DrainLoop::run(const DrainConfig& config) {
@@ -168,13 +171,17 @@ Result<StopReason> DrainLoop::run(const DrainConfig& config) {
           break;
       }
     }
-    const bool switching = switch_now && !stop && config.switch_output;
-    if (switching) {
-      BPFPROF_TRY(pass(monotonic_ns() - kSwitchCutLagNs));
+    // The pass that ends the recording copies all; the others cut (see
+    // DrainConfig).
+    const uint64_t cut = monotonic_ns() - kCutLagNs;
+    if (stop) {
+      BPFPROF_TRY(pass());
+    } else if (switch_now && config.switch_output) {
+      BPFPROF_TRY(pass({cut, cut}));
       BPFPROF_TRY(config.switch_output());
       switch_now = false;
     } else {
-      BPFPROF_TRY(pass());
+      BPFPROF_TRY(pass({std::max(cut, last_pass_end_), std::nullopt}));
     }
     if (tick && config.progress) {
       const DrainCounters& c = copier_.counters();

@@ -29,9 +29,9 @@ struct Progress {
   uint64_t bytes = 0;
 };
 
-// How far behind the clock a switch cuts the rings: a record is stamped
-// just before the kernel writes it, so one stamped this long ago is there.
-inline constexpr uint64_t kSwitchCutLagNs = 2'000'000;
+// How far behind the clock a pass cuts the rings: a record is stamped just
+// before the kernel writes it, so one stamped this long ago is there.
+inline constexpr uint64_t kCutLagNs = 2'000'000;
 
 struct DrainConfig {
   std::optional<double> duration_s;
@@ -46,12 +46,20 @@ struct DrainConfig {
   // `switch_due` says so (a size reached; checked after a pass, so the
   // switch comes at the next wake). Not when the pass also ends the
   // recording: the last file closes anyway. The pass before a switch cuts
-  // every ring at one time (kSwitchCutLagNs before it starts): a file
-  // holds each sample with every side-band record up to that sample's
-  // time, and the next one every record after it. Copied as they come,
-  // the sampling rings first, a program unloaded between the two copies
-  // would leave its last samples to the next file and its unload to this
-  // one.
+  // every ring at one time (kCutLagNs before it starts): a file holds each
+  // sample with every side-band record up to that sample's time, and the
+  // next one every record after it. Copied as they come, the sampling
+  // rings first, a program unloaded between the two copies would leave its
+  // last samples to the next file and its unload to this one.
+  // Other passes cut the sampling rings alone (Cut::samples), at the same
+  // lag but never before the previous pass ended: the rounds' samples are
+  // disjoint in time, so a reader's time window reads its own rounds, not
+  // the neighbours' (with each ring copied up to when its turn came, rounds
+  // overlapped by a pass's length, and script's windows read 1.5x the
+  // file). Side-band records are copied whole as they come: a program's
+  // load is enriched at once (a later pass may come only with the progress
+  // timer), and perf's round rule holds (no record older than the newest
+  // of the round before the last).
   std::optional<std::chrono::nanoseconds> switch_interval;
   bool switch_on_signal = false;
   std::function<bool()> switch_due;
@@ -78,10 +86,14 @@ class DrainLoop {
   void set_hooks(PassHooks hooks) { hooks_ = std::move(hooks); }
   // Runs until a stop condition; an output error ends it with that error.
   Result<StopReason> run(const DrainConfig& config);
+  // Where a pass stops copying (see DrainConfig): records stamped later than
+  // the cut stay in their rings for the next pass. None: copy all.
+  struct Cut {
+    std::optional<uint64_t> samples, sideband;
+  };
   // One pass over every ring (also the final drain after the events are
-  // disabled). With `until`, only the records stamped up to it: what a
-  // --switch-output file ends with.
-  Status pass(std::optional<uint64_t> until = std::nullopt);
+  // disabled).
+  Status pass(Cut cut = {});
 
   const DrainCounters& counters() const { return copier_.counters(); }
   // The samples of the current output file (since start_file()).
@@ -96,6 +108,7 @@ class DrainLoop {
   std::function<Status(bool)> end_pass_;
   PassHooks hooks_;
   int stop_signal_ = 0;
+  uint64_t last_pass_end_ = 0;  // monotonic_ns() when the last pass ended
 };
 
 }  // namespace bpfprof::record

@@ -143,6 +143,63 @@ TEST(RecorderKernelTest, RecordsSleepSystemWide) {
   EXPECT_NE(header.out.find("# hostname"), std::string::npos);
 }
 
+// Passes cut the sampling rings at one time, so the rounds' samples do not
+// overlap in time: every sample of a round is newer than every sample of the
+// rounds before it. Small rings at a high rate make many passes (wakes)
+// while both CPUs are busy. Copied ring after ring without the cut, half of
+// the rounds (12-14 of 24 here) reached back into the one before; a sample
+// the kernel writes more than the cut's lag after stamping it (a preempted
+// vCPU) still may (0-1 of 24), so an eighth is allowed.
+TEST(RecorderKernelTest, RoundsOfSamplesAreDisjointInTime) {
+  bpfprof::testing::TempDir dir;
+  RecordOptions o;
+  o.system_wide = true;
+  o.callchain = true;
+  o.frequency = 20000;
+  o.mmap_pages = 128;
+  // Both CPUs busy: with one, a single ring holds the samples.
+  o.command = {"sh", "-c",
+               "spin() { i=0; while [ $i -lt 400000 ]; do i=$((i+1)); done; }; spin & spin; wait"};
+  o.output = dir.file("rounds.data");
+  o.cmdline = {"bpfprof", "record", "-a", "-g", "-F", "20000", "-m", "128"};
+  auto stats = record(o, RecordSink{});
+  if (!stats.ok() && stats.error().code == Errc::kPermission) {
+    BPFPROF_KERNEL_SKIP(stats.error().to_string());
+  }
+  ASSERT_TRUE(stats.ok()) << stats.error().to_string();
+  auto reader = perfdata::FileReader::open(o.output);
+  ASSERT_TRUE(reader.ok()) << reader.error().to_string();
+
+  struct Span {
+    uint64_t min = UINT64_MAX, max = 0;
+  };
+  std::vector<Span> rounds(1);
+  auto status = reader->for_each_record([&](const perf::RecordView& r, uint64_t) {
+    if (r.header.type == perf::kRecordFinishedRound) {
+      if (rounds.back().min != UINT64_MAX) rounds.emplace_back();
+      return;
+    }
+    if (r.header.type != perf::kRecordSample) return;
+    const perfdata::FileAttr* attr = reader->attr_for(r);
+    ASSERT_NE(attr, nullptr);
+    const std::optional<uint64_t> t = attr->layout.time_of(r);
+    ASSERT_TRUE(t.has_value());
+    rounds.back().min = std::min(rounds.back().min, *t);
+    rounds.back().max = std::max(rounds.back().max, *t);
+  });
+  ASSERT_TRUE(status.ok()) << status.error().to_string();
+  if (rounds.back().min == UINT64_MAX) rounds.pop_back();
+  ASSERT_GE(rounds.size(), 10u) << "too few rounds to tell";
+  size_t overlapping = 0;
+  uint64_t newest = 0;
+  for (const Span& s : rounds) {
+    if (s.min < newest) overlapping++;
+    newest = std::max(newest, s.max);
+  }
+  EXPECT_LE(overlapping * 8, rounds.size())
+      << overlapping << " of " << rounds.size() << " rounds reach back into an earlier one";
+}
+
 off_t file_size(const std::string& path) {
   struct stat st{};
   return ::stat(path.c_str(), &st) == 0 ? st.st_size : 0;

@@ -43,7 +43,7 @@ struct FileCounters {
 // then its own trailer, then stale ring bytes. Other types: header.size.
 uint16_t true_record_size(const perf::RecordView& r, size_t id_hdr_size);
 
-// The rule of a --switch-output cut (RingCopier::copy's `until`): a record
+// The rule of a pass's cut (RingCopier::copy's `until`): a record
 // stamped later than `until` stays in its ring, with every record after it.
 // A record without a time (none under this recorder's layout) goes.
 inline bool past_cut(const perf::SampleLayout& layout, const perf::RecordView& r, uint64_t until) {
@@ -61,8 +61,8 @@ class RingCopier {
   // Copies what `ring` holds to `out` and consumes it. Returns the bytes copied.
   // A malformed record header is an error (the ring stays unconsumed from it).
   // With `until`, the copy stops before the first record stamped later than
-  // it, which stays in the ring with all after it (--switch-output cuts
-  // every ring at one time: see DrainLoop).
+  // it, which stays in the ring with all after it (DrainConfig says where
+  // the passes cut).
   Result<size_t> copy(perf::RingBuffer& ring, bool sideband, const RecordOutput& out,
                       std::optional<uint64_t> until = std::nullopt);
 
