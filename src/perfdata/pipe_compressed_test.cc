@@ -3,6 +3,7 @@
 // features, and the kallsyms snapshot codec, on bytes built in the test.
 #include <gtest/gtest.h>
 #include <unistd.h>
+#include <zstd.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -264,6 +265,32 @@ TEST(KallsymsFeatureTest, CompactRoundTripAndDamage) {
       ASSERT_TRUE(t.error().offset.has_value()) << t.error().to_string();
       EXPECT_GE(*t.error().offset, 1000u);
     }
+  }
+  // A frame that does not say its size (a streaming compressor's) is
+  // streamed, with the same table.
+  {
+    std::vector<std::byte> table(load_unaligned<uint64_t>(v3.data() + 8));
+    ASSERT_EQ(ZSTD_decompress(table.data(), table.size(), v3.data() + 16, v3.size() - 16),
+              table.size());
+    ZSTD_CCtx* cctx = ZSTD_createCCtx();
+    ZSTD_CCtx_setParameter(cctx, ZSTD_c_contentSizeFlag, 0);
+    std::vector<std::byte> frame(ZSTD_compressBound(table.size()));
+    ZSTD_outBuffer out{frame.data(), frame.size(), 0};
+    ZSTD_inBuffer in{table.data(), table.size(), 0};
+    ASSERT_EQ(ZSTD_compressStream2(cctx, &out, &in, ZSTD_e_end), 0u);
+    ZSTD_freeCCtx(cctx);
+    ASSERT_EQ(ZSTD_getFrameContentSize(frame.data(), out.pos), ZSTD_CONTENTSIZE_UNKNOWN);
+    std::vector<std::byte> streamed(v3.begin(), v3.begin() + 16);
+    streamed.insert(streamed.end(), frame.begin(), frame.begin() + static_cast<ptrdiff_t>(out.pos));
+    auto c = KallsymsTable::open(streamed, 0);
+    ASSERT_TRUE(c.ok()) << c.error().to_string();
+    ASSERT_EQ(c->size(), b->size());
+    for (size_t i = 0; i < b->size(); i++) {
+      ASSERT_EQ(c->addr(i), b->addr(i)) << i;
+      ASSERT_EQ(c->name(i), b->name(i)) << i;
+    }
+    std::vector<std::byte> streamed_cut(streamed.begin(), streamed.end() - 10);
+    EXPECT_FALSE(KallsymsTable::open(streamed_cut, 0).ok());
   }
   std::vector<std::byte> cut(v3.begin(), v3.end() - 10);
   EXPECT_FALSE(KallsymsTable::open(cut, 0).ok());
