@@ -10,6 +10,7 @@
 
 #include "base/byte_cursor.h"
 #include "base/diagnostics.h"
+#include "base/prefault.h"
 #include "perf/records.h"
 #include "profile/profile.h"
 #include "symbols/symbolizer.h"
@@ -72,8 +73,9 @@ class SampleMemos {
   };
   // Direct-mapped by the key's hash (a power of two).
   static constexpr size_t kMemos = 4096;
-  std::vector<Memo> memos_;
-  std::vector<Tail> tails_;
+  // Value-initialized at once: mapped in one call, not page by page.
+  std::vector<Memo, PrefaultAllocator<Memo>> memos_;
+  std::vector<Tail, PrefaultAllocator<Tail>> tails_;
 };
 
 }  // namespace bpfprof::analysis

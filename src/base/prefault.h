@@ -14,9 +14,9 @@
 
 namespace bpfprof {
 
-// Buffers below this size are left to fault: a call costs more than a few
-// faults.
-inline constexpr size_t kPrefaultMinBytes = size_t{256} << 10;
+// Buffers below this size are left to fault: for a few pages the call costs
+// about what their faults do.
+inline constexpr size_t kPrefaultMinBytes = size_t{64} << 10;
 
 // Maps the whole pages inside [p, p + n) for writing. Advice only: a kernel
 // without MADV_POPULATE_WRITE (before 5.14) refuses it, and the pages fault

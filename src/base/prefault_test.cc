@@ -41,12 +41,12 @@ TEST(PrefaultTest, LargeBlocksAreResidentBeforeTheirFirstWrite) {
   ::munmap(fresh, kBytes);
 
   // Below the threshold nothing is asked of the kernel.
-  void* small =
-      ::mmap(nullptr, 64 << 10, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  constexpr size_t kSmall = kPrefaultMinBytes - 4096;
+  void* small = ::mmap(nullptr, kSmall, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   ASSERT_NE(small, MAP_FAILED);
-  prefault(small, 64 << 10);
-  EXPECT_EQ(resident_pages(small, 64 << 10), 0u);
-  ::munmap(small, 64 << 10);
+  prefault(small, kSmall);
+  EXPECT_EQ(resident_pages(small, kSmall), 0u);
+  ::munmap(small, kSmall);
 }
 
 TEST(PrefaultTest, AllocatorHandsOutPrefaultedBlocksThatHoldValues) {
