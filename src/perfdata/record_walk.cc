@@ -190,7 +190,10 @@ Result<Bytes> RecordWalker::bytes_at(size_t pos, size_t n) {
     return Bytes(hold_->data() + (pos - hold_at_), hold_len_ - (pos - hold_at_));
   }
   if (pos < read_at_ || pos - read_at_ + n > read_len_) {
-    if (!read_buf_) read_buf_ = std::make_unique_for_overwrite<std::byte[]>(kReadWindow);
+    if (!read_buf_) {
+      read_buf_ = std::make_unique_for_overwrite<std::byte[]>(kReadWindow);
+      prefault(read_buf_.get(), kReadWindow);  // pread would fault its pages one by one
+    }
     const size_t want = std::min(kReadWindow, rd.data_size_ - pos);
     BPFPROF_ASSIGN_OR_RETURN(read_len_, pread_data(pos, want, read_buf_.get()));
     read_at_ = pos;
