@@ -91,6 +91,42 @@ bool return_address_at_symbol_end(const Frame& p, const Frame& o) {
          o.sym == std::string(called->name) + off;
 }
 
+// Whether perf's "sym+0xoff" names an address past the end of the section
+// of `sym`, a symbol of size 0 in `path` (like _init, at the start of .init,
+// with .plt's header right after): perf extends an unsized symbol to the
+// next symbol, we to the end of its code section at most (docs/report.md).
+bool unsized_symbol_past_its_section(const std::string& path, const std::string& sym) {
+  const size_t plus = sym.rfind("+0x");
+  if (plus == std::string::npos) return false;
+  const std::string name = sym.substr(0, plus);
+  const uint64_t off = std::stoull(sym.substr(plus + 3), nullptr, 16);
+  // "  1319: 00000000001f5000     0 FUNC    GLOBAL HIDDEN    12 _init"
+  static const std::regex symbol(R"(^\s*\d+: ([0-9a-f]+)\s+0 FUNC\s+\S+\s+\S+\s+(\d+) (\S+)$)");
+  // "  [12] .init  PROGBITS  00000000001f5000 1f5000 000017 ..."
+  static const std::regex section(
+      R"(^\s*\[\s*(\d+)\] \S+\s+\S+\s+([0-9a-f]+) [0-9a-f]+ ([0-9a-f]+) .*)");
+  std::optional<std::pair<uint64_t, unsigned long>> value_and_index;
+  std::istringstream syms(testing::run({"readelf", "-sW", path}).out);
+  for (std::string line; std::getline(syms, line);) {
+    std::smatch m;
+    if (std::regex_match(line, m, symbol) && m[3] == name) {
+      value_and_index = {std::stoull(m[1].str(), nullptr, 16), std::stoul(m[2].str())};
+      break;
+    }
+  }
+  if (!value_and_index) return false;
+  std::istringstream sections(testing::run({"readelf", "-SW", path}).out);
+  for (std::string line; std::getline(sections, line);) {
+    std::smatch m;
+    if (!std::regex_match(line, m, section) || std::stoul(m[1].str()) != value_and_index->second)
+      continue;
+    const uint64_t end =
+        std::stoull(m[2].str(), nullptr, 16) + std::stoull(m[3].str(), nullptr, 16);
+    return value_and_index->first + off >= end;
+  }
+  return false;
+}
+
 // Whether `path` was linked by lld (its .comment says so): perf 6.1 names
 // none of the PLT entries of such a file (lld puts .plt after .fini, with a
 // 32-byte header), where we name them from .rela.plt as for ld.bfd's.
@@ -162,6 +198,13 @@ std::string classify(const std::vector<Frame>& perf, const std::vector<Frame>& o
     // The same at a function's end where no symbol starts: perf finds no
     // symbol at the return address, we name the call's function.
     return "return_address_at_symbol_end";
+  }
+  if (o.sym == "[unknown]" && p.dso == o.dso && p.sym != "[unknown]" &&
+      unsized_symbol_past_its_section(p.dso, p.sym)) {
+    // An address past the end of an unsized symbol's section (the PLT
+    // header after .init, sampled in an ASan build's start-up): perf names
+    // it as the symbol's, we name nothing there.
+    return "perf_unsized_symbol_past_its_section";
   }
   if (p.sym == "[unknown]" && p.dso == o.dso && o.sym.find("@plt+0x") != std::string::npos &&
       linked_by_lld(p.dso)) {
