@@ -71,17 +71,23 @@ Samples parse(const std::string& text) {
 
 std::string name_of(const std::string& sym) { return sym.substr(0, sym.rfind("+0x")); }
 
+// The symbols of `path` as bpfprof reads them, loaded once (null: unreadable).
+const symbols::ElfSymbols* elf_of(const std::string& path) {
+  static std::map<std::string, std::unique_ptr<symbols::ElfSymbols>> files;
+  auto [it, fresh] = files.try_emplace(path);
+  if (fresh) {
+    auto loaded = symbols::ElfSymbols::load(path, "/");
+    if (loaded.ok()) it->second = std::move(loaded.value());
+  }
+  return it->second.get();
+}
+
 // Whether perf's [unknown] user frame is a return address one past the end
 // of a sized function (its last instruction a call that does not return)
 // that no symbol covers, and ours names that function at +size.
 bool return_address_at_symbol_end(const Frame& p, const Frame& o) {
-  static std::map<std::string, std::unique_ptr<symbols::ElfSymbols>> files;
-  std::unique_ptr<symbols::ElfSymbols>& file = files[p.dso];
-  if (!file) {
-    auto loaded = symbols::ElfSymbols::load(p.dso, "/");
-    if (!loaded.ok()) return false;
-    file = std::move(loaded.value());
-  }
+  const symbols::ElfSymbols* file = elf_of(p.dso);
+  if (file == nullptr) return false;
   const std::optional<uint64_t> vaddr = file->offset_to_vaddr(p.ip);
   if (!vaddr || *vaddr == 0 || file->find(*vaddr)) return false;
   const auto called = file->find(*vaddr - 1);
@@ -91,40 +97,21 @@ bool return_address_at_symbol_end(const Frame& p, const Frame& o) {
          o.sym == std::string(called->name) + off;
 }
 
-// Whether perf's "sym+0xoff" names an address past the end of the section
-// of `sym`, a symbol of size 0 in `path` (like _init, at the start of .init,
-// with .plt's header right after): perf extends an unsized symbol to the
-// next symbol, we to the end of its code section at most (docs/report.md).
-bool unsized_symbol_past_its_section(const std::string& path, const std::string& sym) {
-  const size_t plus = sym.rfind("+0x");
-  if (plus == std::string::npos) return false;
-  const std::string name = sym.substr(0, plus);
-  const uint64_t off = std::stoull(sym.substr(plus + 3), nullptr, 16);
-  // "  1319: 00000000001f5000     0 FUNC    GLOBAL HIDDEN    12 _init"
-  static const std::regex symbol(R"(^\s*\d+: ([0-9a-f]+)\s+0 FUNC\s+\S+\s+\S+\s+(\d+) (\S+)$)");
-  // "  [12] .init  PROGBITS  00000000001f5000 1f5000 000017 ..."
-  static const std::regex section(
-      R"(^\s*\[\s*(\d+)\] \S+\s+\S+\s+([0-9a-f]+) [0-9a-f]+ ([0-9a-f]+) .*)");
-  std::optional<std::pair<uint64_t, unsigned long>> value_and_index;
-  std::istringstream syms(testing::run({"readelf", "-sW", path}).out);
-  for (std::string line; std::getline(syms, line);) {
-    std::smatch m;
-    if (std::regex_match(line, m, symbol) && m[3] == name) {
-      value_and_index = {std::stoull(m[1].str(), nullptr, 16), std::stoul(m[2].str())};
-      break;
-    }
-  }
-  if (!value_and_index) return false;
-  std::istringstream sections(testing::run({"readelf", "-SW", path}).out);
-  for (std::string line; std::getline(sections, line);) {
-    std::smatch m;
-    if (!std::regex_match(line, m, section) || std::stoul(m[1].str()) != value_and_index->second)
-      continue;
-    const uint64_t end =
-        std::stoull(m[2].str(), nullptr, 16) + std::stoull(m[3].str(), nullptr, 16);
-    return value_and_index->first + off >= end;
-  }
-  return false;
+// Whether perf's "sym+0xoff" (at file offset `p.ip`) names an address
+// past the extent we give `sym`, a symbol of size 0 (like _init, at the
+// start of .init, with .plt's header right after): perf runs an unsized
+// symbol to the next symbol, we to the end of its code section at most
+// (docs/report.md), and name nothing beyond.
+bool unsized_symbol_past_its_section(const Frame& p) {
+  const size_t plus = p.sym.rfind("+0x");
+  const symbols::ElfSymbols* file = elf_of(p.dso);
+  if (plus == std::string::npos || file == nullptr) return false;
+  const uint64_t off = std::stoull(p.sym.substr(plus + 3), nullptr, 16);
+  const std::optional<uint64_t> vaddr = file->offset_to_vaddr(p.ip);
+  if (!vaddr || *vaddr < off || file->find(*vaddr)) return false;
+  const auto start = file->find(*vaddr - off);
+  return start && start->addr == *vaddr - off && start->name == p.sym.substr(0, plus) &&
+         off >= start->size;
 }
 
 // Whether `path` was linked by lld (its .comment says so): perf 6.1 names
@@ -200,7 +187,7 @@ std::string classify(const std::vector<Frame>& perf, const std::vector<Frame>& o
     return "return_address_at_symbol_end";
   }
   if (o.sym == "[unknown]" && p.dso == o.dso && p.sym != "[unknown]" &&
-      unsized_symbol_past_its_section(p.dso, p.sym)) {
+      unsized_symbol_past_its_section(p)) {
     // An address past the end of an unsized symbol's section (the PLT
     // header after .init, sampled in an ASan build's start-up): perf names
     // it as the symbol's, we name nothing there.
