@@ -30,7 +30,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       break;
     }
     case 2: {
-      // Version 2 is searched in place: every lookup must stay in bounds.
+      // Version 2 is searched in place, version 5's names are decompressed
+      // when asked for: every lookup must stay in bounds.
       auto k = perfdata::KallsymsTable::open(payload, 64);
       if (k.ok()) {
         for (size_t i = 0; i < k->size(); ++i) {

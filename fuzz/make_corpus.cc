@@ -130,6 +130,10 @@ void features_corpus(const std::string& dir) {
   put_with_variants(dir, "bpf_btf", with(1, perfdata::encode_bpf_btf({{7, ByteVec(40, std::byte{2})}})));
   put_with_variants(dir, "kallsyms", with(2, perfdata::encode_kallsyms(
       "ffffffff81000000 T _text\nffffffffc0100000 t e1000_probe\t[e1000]\n")));
+  put_with_variants(
+      dir, "kallsyms_blocked",
+      with(2, perfdata::encode_kallsyms_blocked("ffffffff81000000 T _text\nffffffff81000040 t "
+                                                "f\nffffffffc0100000 t e1000_probe\t[e1000]\n")));
   perfdata::Features f;
   f.hostname = "h";
   f.cmdline = {"a", "b"};

@@ -89,14 +89,16 @@ phase "ASan+UBSan build"
 # tree costs a build of its own): the recorder with its enricher, capture and
 # tracefs thread (record module and kernel record tests), report's parallel
 # passes (pipeline tests; golden tests, which run report and script with -j
-# and the symbolizer's threads), top. Each binary runs directly, serially
+# and the symbolizer's threads), the kallsyms snapshot's names decompressed
+# on first use from any thread (perfdata tests), top. Each binary runs directly, serially
 # (kernel tests among them). Two lanes, as ctest runs the other trees: the
 # kernel tests' binaries one after another, and beside them the others'.
 tsan=${BPFPROF_TSAN_BUILD_DIR:-build-tsan}
 tsan_kernel=(src/record/bpfprof_record_kernel_test tests/bpfprof_kernel_record_test
              src/top/bpfprof_top_kernel_test)
 tsan_unit=(src/record/bpfprof_record_test tests/bpfprof_pipeline_test
-           tests/golden/bpfprof_golden_test src/top/bpfprof_top_test)
+           tests/golden/bpfprof_golden_test src/top/bpfprof_top_test
+           src/perfdata/bpfprof_perfdata_test)
 tsan_tests=("${tsan_kernel[@]}" "${tsan_unit[@]}")
 # Its tree builds while the ASan+UBSan tests run, at low priority: on the CPU
 # they leave idle (a kernel test waits on the kernel and its recordings much

@@ -353,6 +353,9 @@ ReportData aggregate(const Session& session, const AggregateOptions& options) {
   for (size_t i = 1; i < order.size(); i++) first.profile.merge(order[i]->worker.profile);
   ReportData data;
   data.header = session.header();
+  if (auto e = session.symbolizer().kallsyms_damage()) {
+    data.header.unreadable_sections.push_back(e->to_string());
+  }
   for (const perfdata::FileAttr& a : session.reader().attrs()) {
     data.callchains = data.callchains || (a.attr.sample_type & PERF_SAMPLE_CALLCHAIN) != 0;
   }

@@ -6,7 +6,12 @@
 // the table delta-coded and zstd-compressed, features.h) is decompressed into
 // a table of its own; version 1 (older files: zstd of the /proc/kallsyms
 // text) is decompressed and parsed. Version 4 only says where in the data the
-// in-stream copy is; the reader puts that copy in its place.
+// in-stream copy is; the reader puts that copy in its place. Version 5 (what
+// record writes now, features.h) keeps the symbols' names apart from the
+// table, in zstd frames of a few hundred names each: opening it decompresses
+// the addresses, name ends and module numbers (a third of the table), and a
+// block of names is decompressed when one of its names is first asked for
+// (a 1 s recording's report names ~25 kernel symbols: 14 of 237 blocks).
 //
 // Version 2 layout (little-endian, no alignment assumed):
 //   u32 version (2), u32 flags (0), u64 count, u64 etext (0 = unknown),
@@ -17,12 +22,15 @@
 //                                names, then the modules' ("[name]")
 //   u16 module[count]            0 = core kernel, m = module m-1
 //   char pool[pool_size]
+// Flags 1 (version 5's table only): the symbols' names are held apart; the
+// pool holds only the modules' names, from the symbols' last name end on.
 // Kept: t/T/w/W symbols except [bpf] lines, address 0 and _etext (its address
 // is `etext`); at one address the first global name listed, else the first.
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -56,15 +64,29 @@ class KallsymsTable {
   // The index of the last symbol starting at or before `addr`; size() if none.
   size_t floor(uint64_t addr) const;
 
+  // Version 5: name(i) decompresses its block of names on first use (safe
+  // from any number of threads; copies of the table share the blocks). A
+  // block that does not decompress gives empty names, and damage() then
+  // says which and where; the other blocks still read.
+  size_t blocks_decoded() const;
+  std::optional<Error> damage() const;
+
  private:
-  Status check(Bytes blob, uint64_t base_offset);
+  struct LazyNames;
+  static Result<KallsymsTable> open_blocked(Bytes blob, uint64_t base_offset);
+  // `names_apart`: flags 1 is allowed (version 5's table).
+  Status check(Bytes blob, uint64_t base_offset, bool names_apart = false);
   uint32_t name_end(size_t i) const { return load_unaligned<uint32_t>(ends_ + 4 * i); }
   std::string_view pool_string(size_t i) const {
     const uint32_t begin = i == 0 ? 0 : name_end(i - 1);
-    return {pool_ + begin, name_end(i) - begin};
+    if (names_ && i < count_) return lazy_name(i, begin, name_end(i));
+    return {pool_ + (begin - names_base_), name_end(i) - begin};
   }
+  std::string_view lazy_name(size_t i, uint32_t begin, uint32_t end) const;
 
   std::shared_ptr<const std::vector<std::byte>> owned_;  // a table made here
+  std::shared_ptr<LazyNames> names_;                     // version 5's names
+  uint32_t names_base_ = 0;  // the pool offset pool_ starts at (flags 1)
   size_t count_ = 0;
   uint32_t module_count_ = 0;
   uint64_t etext_ = 0;

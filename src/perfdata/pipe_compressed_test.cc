@@ -340,7 +340,7 @@ TEST(KallsymsFeatureTest, OldTextRoundTripAndHostileHeaders) {
   EXPECT_EQ(code(patch64(enc, 8, 1ull << 40)), Errc::kBadRecord);
   EXPECT_EQ(code(patch64(enc, 8, text.size() - 1)), Errc::kBadRecord);
   EXPECT_EQ(code(patch64(enc, 8, text.size() + 1)), Errc::kBadRecord);
-  EXPECT_EQ(code(patch32(enc, 0, 5)), Errc::kUnsupported);
+  EXPECT_EQ(code(patch32(enc, 0, 6)), Errc::kUnsupported);
   EXPECT_EQ(code(patch32(enc, 4, 9)), Errc::kUnsupported);
   std::vector<std::byte> cut(enc.begin(), enc.end() - 10);
   EXPECT_FALSE(KallsymsTable::open(cut, 0).ok());

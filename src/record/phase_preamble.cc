@@ -147,7 +147,7 @@ Result<host::BpfSynthesis> Recorder::write_file_start(host::Snapshot& snapshot) 
 Status Recorder::write_early_features(host::Snapshot& snapshot) {
   perfdata::FileWriter& writer = out_->writer();
   if (!snapshot.kallsyms.text_symbols.empty()) {
-    kallsyms_packed_ = perfdata::encode_kallsyms_compact(snapshot.kallsyms.text_symbols);
+    kallsyms_packed_ = perfdata::encode_kallsyms_blocked(snapshot.kallsyms.text_symbols);
     snapshot.kallsyms.text_symbols.clear();
   }
   perfdata::Features early = perfdata::host_features();

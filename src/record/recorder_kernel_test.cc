@@ -127,10 +127,17 @@ TEST(RecorderKernelTest, RecordsSleepSystemWide) {
   EXPECT_EQ(kallsyms->addr(at_text), seen.kernel_start);
   EXPECT_EQ(kallsyms->module(at_text), 0u);
   bool bpf = false;
+  size_t unnamed = 0;
   for (size_t i = 0; i < kallsyms->size(); i++) {
     bpf |= kallsyms->module(i) != 0 && kallsyms->module_dso(kallsyms->module(i)) == "[bpf]";
+    unnamed += kallsyms->name(i).empty();
   }
   EXPECT_FALSE(bpf);
+  // Version 5: the names in blocks, every one of which decompresses.
+  EXPECT_EQ(load_unaligned<uint32_t>(f.kallsyms_packed.data()), 5u);
+  EXPECT_EQ(unnamed, 0u);
+  EXPECT_GT(kallsyms->blocks_decoded(), 1u);
+  EXPECT_FALSE(kallsyms->damage().has_value()) << kallsyms->damage()->to_string();
   EXPECT_TRUE(reader->feature_errors().empty());
 
   auto script = bpfprof::testing::run({"perf", "script", "-i", o.output});

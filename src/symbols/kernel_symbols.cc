@@ -24,6 +24,8 @@ void KernelSymbols::add_kernel_map(std::string_view filename, uint64_t start, ui
   }
 }
 
+std::optional<Error> KernelSymbols::damage() const { return table_.damage(); }
+
 void KernelSymbols::set_table(perfdata::KallsymsTable table) {
   table_ = std::move(table);
   has_snapshot_ = true;
@@ -64,6 +66,9 @@ std::optional<KernelSymbols::Symbol> KernelSymbols::find(uint64_t addr) const {
   const uint32_t mod = table_.module(i);
   uint64_t end = has_next ? table_.addr(i + 1) : start + kUncappedSymbolMax;
   Symbol s{start, end, table_.name(i), kKernelDso, mod != 0};
+  // A snapshot's block of names that does not decompress names nothing
+  // (the table's damage() says where).
+  if (s.name.empty()) return std::nullopt;
   if (mod == 0) {
     if (etext_ != 0 && start < etext_) end = std::min(end, etext_);
     if (!has_next || table_.module(i + 1) != 0) {

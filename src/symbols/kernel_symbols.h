@@ -46,6 +46,8 @@ class KernelSymbols {
   bool has_snapshot() const { return has_snapshot_; }
   std::optional<Symbol> find(uint64_t addr) const;
   size_t size() const { return table_.size(); }
+  // The first block of the snapshot's names found damaged by find() so far.
+  std::optional<Error> damage() const;
 
  private:
   struct Range {

@@ -136,7 +136,7 @@ TEST(KallsymsTableTest, RefusesTablesThatLie) {
     size_t at;
   };
   const std::vector<Lie> lies = {
-      {patched(0, uint32_t{5}), Errc::kUnsupported, 0},
+      {patched(0, uint32_t{6}), Errc::kUnsupported, 0},
       {patched(4, uint32_t{1}), Errc::kUnsupported, 4},
       {patched(8, uint64_t{1} << 60), Errc::kBadRecord, 8},
       {patched(8, uint64_t{n - 1}), Errc::kBadRecord, 8},

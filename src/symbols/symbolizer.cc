@@ -472,5 +472,6 @@ std::string_view Symbolizer::cgroup_path(uint64_t id) const {
 const std::vector<BpfProgram>& Symbolizer::bpf_programs() const { return impl_->bpf.programs(); }
 const DiagCounts& Symbolizer::diagnostics() const { return impl_->diag; }
 const std::optional<Error>& Symbolizer::kallsyms_error() const { return impl_->kallsyms_error; }
+std::optional<Error> Symbolizer::kallsyms_damage() const { return impl_->kernel.damage(); }
 
 }  // namespace bpfprof::symbols

@@ -178,6 +178,9 @@ class Symbolizer {
   // Why a packed kallsyms snapshot (Features::kallsyms_packed) could not be
   // decoded, after finish(); kernel code is then unnamed.
   const std::optional<Error>& kallsyms_error() const;
+  // A block of the snapshot's names that lookups found damaged (its kernel
+  // frames are unnamed); known once the lookups have run.
+  std::optional<Error> kallsyms_damage() const;
 
  private:
   struct Impl;
