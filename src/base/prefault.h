@@ -11,6 +11,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <type_traits>
+#include <utility>
 
 namespace bpfprof {
 
@@ -49,6 +51,33 @@ struct PrefaultAllocator : std::allocator<T> {
   }
   template <class U>
   bool operator==(const PrefaultAllocator<U>&) const noexcept {
+    return true;
+  }
+};
+
+// PrefaultAllocator whose containers leave what they grow by uninitialized
+// (resize() writes nothing): for buffers that are filled at once after, such
+// as a decompressor's output.
+template <class T>
+struct UninitAllocator : PrefaultAllocator<T> {
+  using value_type = T;
+  UninitAllocator() = default;
+  template <class U>
+  UninitAllocator(const UninitAllocator<U>&) noexcept {}
+  template <class U>
+  struct rebind {
+    using other = UninitAllocator<U>;
+  };
+  template <class U>
+  void construct(U* p) noexcept(std::is_nothrow_default_constructible_v<U>) {
+    ::new (static_cast<void*>(p)) U;
+  }
+  template <class U, class... Args>
+  void construct(U* p, Args&&... args) {
+    ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
+  }
+  template <class U>
+  bool operator==(const UninitAllocator<U>&) const noexcept {
     return true;
   }
 };

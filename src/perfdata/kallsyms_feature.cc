@@ -51,6 +51,9 @@ constexpr int kLevel = 1;
 // 2.6 s).
 constexpr int kCompactLevel = 6;
 
+// A decompressed table: its bytes are written once, by zstd.
+using Table = std::vector<std::byte, UninitAllocator<std::byte>>;
+
 struct DCtxFree {
   void operator()(ZSTD_DCtx* c) const { ZSTD_freeDCtx(c); }
 };
@@ -59,7 +62,8 @@ bool is_global(char t) { return t >= 'A' && t <= 'Z'; }
 
 // A zstd frame (or, with `compression` kStored, the bytes as they are) that
 // must decompress to exactly `raw_size` bytes, into a std::string (version
-// 1's text) or a std::vector<std::byte> (tables): no second copy of ~5 MB.
+// 1's text) or a Table (no second copy of ~5 MB, and nothing written
+// before the decompressor writes it).
 // `body_at` is the body's file offset, for errors.
 template <class Out>
 Result<Out> decompress(Bytes body, uint64_t body_at, uint32_t compression, uint64_t raw_size) {
@@ -100,7 +104,8 @@ Result<Out> decompress(Bytes body, uint64_t body_at, uint32_t compression, uint6
     }
     Out out;
     out.reserve(static_cast<size_t>(raw_size));
-    prefault(out.data(), out.capacity() * sizeof(typename Out::value_type));
+    // A Table's allocator maps its pages itself.
+    if constexpr (std::is_same_v<Out, std::string>) prefault(out.data(), out.capacity());
     out.resize(static_cast<size_t>(raw_size));
     const size_t n =
         ZSTD_decompressDCtx(ctx.get(), out.data(), out.size(), body.data(), body.size());
@@ -204,9 +209,8 @@ bool delta_code(std::span<std::byte> table, bool forward) {
 }
 
 // Version 3: the table, decompressed and summed back (checked by the caller).
-Result<std::vector<std::byte>> decode_compact(Bytes section, uint64_t base_offset) {
-  BPFPROF_ASSIGN_OR_RETURN(std::vector<std::byte> table,
-                           decode_body<std::vector<std::byte>>(section, base_offset));
+Result<Table> decode_compact(Bytes section, uint64_t base_offset) {
+  BPFPROF_ASSIGN_OR_RETURN(Table table, decode_body<Table>(section, base_offset));
   if (!delta_code(table, false)) {
     return make_error_at(Errc::kBadRecord, base_offset + 16,
                          "KALLSYMS compact table's sizes do not fill its " +
@@ -422,8 +426,8 @@ Result<KallsymsTable> KallsymsTable::open(Bytes blob, uint64_t base_offset) {
     return from_text(text);
   }
   if (version == kVersionCompact) {
-    BPFPROF_ASSIGN_OR_RETURN(std::vector<std::byte> table, decode_compact(blob, base_offset));
-    auto owned = std::make_shared<const std::vector<std::byte>>(std::move(table));
+    BPFPROF_ASSIGN_OR_RETURN(Table table, decode_compact(blob, base_offset));
+    auto owned = std::make_shared<const Table>(std::move(table));
     KallsymsTable t;
     // Offsets in its errors are the decompressed table's.
     BPFPROF_TRY(t.check(*owned, base_offset));
@@ -516,17 +520,16 @@ Result<KallsymsTable> KallsymsTable::open_blocked(Bytes blob, uint64_t base_offs
                              " bytes past the section's " + std::to_string(c.remaining()));
   }
   const uint64_t frame_at = c.absolute_pos();
-  BPFPROF_ASSIGN_OR_RETURN(
-      std::vector<std::byte> columns,
-      decompress<std::vector<std::byte>>(blob.subspan(c.pos(), static_cast<size_t>(frame_size)),
-                                         frame_at, compression, raw_size));
+  BPFPROF_ASSIGN_OR_RETURN(Table columns,
+                           decompress<Table>(blob.subspan(c.pos(), static_cast<size_t>(frame_size)),
+                                             frame_at, compression, raw_size));
   BPFPROF_TRY(c.skip(static_cast<size_t>(frame_size), "KALLSYMS frame"));
   if (!delta_code(columns, false)) {
     return make_error_at(
         Errc::kBadRecord, base_offset + 8,
         "KALLSYMS table's sizes do not fit its " + std::to_string(columns.size()) + " bytes");
   }
-  auto owned = std::make_shared<const std::vector<std::byte>>(std::move(columns));
+  auto owned = std::make_shared<const Table>(std::move(columns));
   KallsymsTable t;
   // Offsets in its errors are the decompressed table's.
   BPFPROF_TRY(t.check(*owned, base_offset, true));

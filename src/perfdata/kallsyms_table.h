@@ -84,7 +84,7 @@ class KallsymsTable {
   }
   std::string_view lazy_name(size_t i, uint32_t begin, uint32_t end) const;
 
-  std::shared_ptr<const std::vector<std::byte>> owned_;  // a table made here
+  std::shared_ptr<const void> owned_;                    // a table made here
   std::shared_ptr<LazyNames> names_;                     // version 5's names
   uint32_t names_base_ = 0;  // the pool offset pool_ starts at (flags 1)
   size_t count_ = 0;
