@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 // bpfprof's kallsyms snapshot section (feature 250): the kernel and module
 // text symbols /proc/kallsyms listed when recording started, as a table
-// sorted by address (kallsyms_table.h). Written as version 5: the table less
-// its names in one zstd frame, the names in frames of a block each, decoded
-// when first asked for. Versions 1 (the text), 2 (the table as it is) and 3
-// (the table in one frame) are still read. perf skips feature numbers it
-// does not know.
+// sorted by address (kallsyms_table.h). Written as version 5: the table in
+// blocks of symbols, each a zstd frame, decoded when a lookup first needs
+// it. Versions 1 (the text), 2 (the table as it is) and 3 (the table in one
+// frame) are still read. perf skips feature numbers it does not know.
+#include <sys/mman.h>
 #include <zstd.h>
 #include <zstd_errors.h>
 
@@ -16,6 +16,7 @@
 #include <limits>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <span>
 #include <unordered_map>
 #include <vector>
@@ -34,12 +35,14 @@ constexpr uint32_t kVersionTable = 2;
 constexpr uint32_t kVersionCompact = 3;
 constexpr uint32_t kVersionInStream = 4;
 constexpr uint32_t kVersionBlocked = 5;
-constexpr uint32_t kFlagNamesApart = 1;
-// Version 5: names per block. 512 (237 blocks for 121k symbols) packs the
-// names into 0.53 MB, against 0.49 MB in one frame, and decodes a block in
-// ~15 us; 128 costs 0.61 MB, 2048 decodes in ~45 us.
-constexpr uint32_t kNamesPerBlock = 512;
-constexpr uint32_t kMaxNamesPerBlock = 1u << 20;
+// Version 5: symbols per block. 1024 (119 blocks for 121k symbols) packs the
+// table into 0.73 MB, against 0.63 MB in one frame, and decodes a block in
+// ~30 us; 512 costs 0.77 MB, 2048 decodes in ~50-70 us.
+constexpr uint32_t kSymbolsPerBlock = 1024;
+constexpr uint32_t kMaxSymbolsPerBlock = 1u << 16;
+// A block's bytes per symbol: address, name end and module (14), and at most
+// this many of name (the kernel's KSYM_NAME_LEN is 512).
+constexpr uint64_t kMaxNameBytes = 1024;
 constexpr uint32_t kStored = 0;
 constexpr uint32_t kZstd = 1;
 constexpr uint64_t kMaxRawSize = 256ull << 20;
@@ -178,17 +181,17 @@ Result<Out> decode_body(Bytes section, uint64_t base_offset) {
   return decompress<Out>(section.subspan(c.pos()), c.absolute_pos(), compression, raw_size);
 }
 
-// Versions 3 and 5 store a version 2 table with its addresses and name ends
-// as differences from the one before (small numbers, mostly zero bytes, that
+// Version 3 stores a version 2 table with its addresses and name ends as
+// differences from the one before (small numbers, mostly zero bytes, that
 // zstd packs well). `forward` makes the differences, else the sums. False
-// when the table's arrays do not fit in it (nothing is touched then).
+// when the table's sizes do not fill it (nothing is touched then).
 bool delta_code(std::span<std::byte> table, bool forward) {
   if (table.size() < kTableHeader) return false;
   const uint64_t count = load_unaligned<uint64_t>(table.data() + 8);
   const uint32_t modules = load_unaligned<uint32_t>(table.data() + 24);
+  const uint32_t pool = load_unaligned<uint32_t>(table.data() + 28);
   const uint64_t rest = table.size() - kTableHeader;
-  // The arrays must fit; whether the names fill the rest is check()'s.
-  if (count > rest / 14 || count * 14 + uint64_t{modules} * 4 > rest) return false;
+  if (count > rest / 14 || count * 14 + uint64_t{modules} * 4 + pool != rest) return false;
   auto code = [&]<class T>(std::byte* at, uint64_t n) {
     if (forward) {
       for (uint64_t i = n; i-- > 1;) {
@@ -240,58 +243,61 @@ std::vector<std::byte> encode_kallsyms_compact(std::string_view text) {
 }
 
 std::vector<std::byte> encode_kallsyms_blocked(std::string_view text) {
-  std::vector<std::byte> table = encode_kallsyms(text);
+  const std::vector<std::byte> table = encode_kallsyms(text);
   const uint64_t count = load_unaligned<uint64_t>(table.data() + 8);
+  const uint64_t etext = load_unaligned<uint64_t>(table.data() + 16);
   const uint32_t modules = load_unaligned<uint32_t>(table.data() + 24);
-  const size_t ends_at = kTableHeader + 8 * count;
-  const size_t pool_at = kTableHeader + 14 * count + 4 * size_t{modules};
-  auto end_of = [&](uint64_t i) {
-    return load_unaligned<uint32_t>(table.data() + ends_at + 4 * i);
-  };
-  const uint32_t names_end = count > 0 ? end_of(count - 1) : 0;
-  // The table less the symbols' names, delta-coded, in one frame.
-  std::vector<std::byte> columns(table.begin(), table.begin() + static_cast<ptrdiff_t>(pool_at));
-  columns.insert(columns.end(), table.begin() + static_cast<ptrdiff_t>(pool_at + names_end),
-                 table.end());
-  std::memcpy(columns.data() + 4, &kFlagNamesApart, sizeof kFlagNamesApart);
-  delta_code(columns, true);
+  const std::byte* addrs = table.data() + kTableHeader;
+  const std::byte* ends = addrs + 8 * count;
+  const std::byte* mods = ends + 4 * (count + modules);
+  const std::byte* pool = mods + 2 * count;
+  auto addr = [&](uint64_t i) { return load_unaligned<uint64_t>(addrs + 8 * i); };
+  auto end = [&](uint64_t i) { return i == 0 ? 0u : load_unaligned<uint32_t>(ends + 4 * (i - 1)); };
+  const uint32_t blocks = static_cast<uint32_t>((count + kSymbolsPerBlock - 1) / kSymbolsPerBlock);
+  const uint32_t names_end = end(count);
 
-  std::unique_ptr<ZSTD_CCtx, decltype(&ZSTD_freeCCtx)> cctx(ZSTD_createCCtx(), ZSTD_freeCCtx);
-  if (!cctx) return encode_kallsyms(text);
-  auto pack = [&](std::vector<std::byte>& out, const std::byte* p, size_t n) {
-    const size_t at = out.size();
-    out.resize(at + ZSTD_compressBound(n));
-    const size_t m =
-        ZSTD_compressCCtx(cctx.get(), out.data() + at, out.size() - at, p, n, kCompactLevel);
-    if (ZSTD_isError(m)) return false;
-    out.resize(at + m);
-    return true;
-  };
-  const uint32_t blocks = static_cast<uint32_t>((count + kNamesPerBlock - 1) / kNamesPerBlock);
   std::vector<std::byte> out;
   append_pod(out, kVersionBlocked);
   append_pod(out, kZstd);
-  append_pod(out, static_cast<uint64_t>(columns.size()));
-  append_pod(out, uint64_t{0});  // the columns' frame size, below
-  append_pod(out, kNamesPerBlock);
+  append_pod(out, count);
+  append_pod(out, etext);
+  append_pod(out, modules);
+  append_pod(out, kSymbolsPerBlock);
   append_pod(out, blocks);
-  const size_t frame_at = out.size();
-  // A compressBound-sized buffer cannot be too small: the table stays as it
-  // is (version 2) should zstd fail all the same.
-  if (!pack(out, columns.data(), columns.size())) return encode_kallsyms(text);
-  const uint64_t frame_size = out.size() - frame_at;
-  std::memcpy(out.data() + frame_at - 16, &frame_size, sizeof frame_size);
-  const size_t ends_table = out.size();
+  append_pod(out, static_cast<uint32_t>(end(count + modules) - names_end));
+  for (uint32_t b = 0; b < blocks; b++) append_pod(out, addr(uint64_t{b} * kSymbolsPerBlock));
+  const size_t frame_ends = out.size();
   out.resize(out.size() + 8 * size_t{blocks});
+  for (uint32_t m = 0; m < modules; m++) append_pod(out, end(count + m + 1) - names_end);
+  out.insert(out.end(), pool + names_end, pool + end(count + modules));
+
+  std::unique_ptr<ZSTD_CCtx, decltype(&ZSTD_freeCCtx)> cctx(ZSTD_createCCtx(), ZSTD_freeCCtx);
+  if (!cctx) return table;
   const size_t frames_at = out.size();
+  std::vector<std::byte> raw;
   for (uint32_t b = 0; b < blocks; b++) {
-    const uint64_t first = uint64_t{b} * kNamesPerBlock;
-    const uint64_t last = std::min<uint64_t>(count, first + kNamesPerBlock) - 1;
-    const uint32_t begin = first == 0 ? 0 : end_of(first - 1);
-    if (!pack(out, table.data() + pool_at + begin, end_of(last) - begin))
-      return encode_kallsyms(text);
-    const uint64_t end = out.size() - frames_at;
-    std::memcpy(out.data() + ends_table + 8 * size_t{b}, &end, sizeof end);
+    // The block as a little table: address, name end (in the block's names)
+    // and module of each symbol, then the names; addresses and ends as
+    // differences from the one before (the first address: 0).
+    const uint64_t first = uint64_t{b} * kSymbolsPerBlock;
+    const uint64_t n = std::min<uint64_t>(count - first, kSymbolsPerBlock);
+    raw.clear();
+    for (uint64_t i = first; i < first + n; i++)
+      append_pod(raw, addr(i) - (i == first ? addr(i) : addr(i - 1)));
+    for (uint64_t i = first; i < first + n; i++) append_pod(raw, end(i + 1) - end(i));
+    for (uint64_t i = first; i < first + n; i++)
+      raw.insert(raw.end(), mods + 2 * i, mods + 2 * i + 2);
+    raw.insert(raw.end(), pool + end(first), pool + end(first + n));
+    const size_t at = out.size();
+    out.resize(at + ZSTD_compressBound(raw.size()));
+    const size_t m = ZSTD_compressCCtx(cctx.get(), out.data() + at, out.size() - at, raw.data(),
+                                       raw.size(), kCompactLevel);
+    // A compressBound-sized buffer cannot be too small: the table stays as
+    // it is (version 2) should zstd fail all the same.
+    if (ZSTD_isError(m)) return table;
+    out.resize(at + m);
+    const uint64_t frame_end = out.size() - frames_at;
+    std::memcpy(out.data() + frame_ends + 8 * size_t{b}, &frame_end, sizeof frame_end);
   }
   return out;
 }
@@ -444,60 +450,123 @@ Result<KallsymsTable> KallsymsTable::open(Bytes blob, uint64_t base_offset) {
   return t;
 }
 
-// Version 5's names: one zstd frame per block, decompressed on first use.
-struct KallsymsTable::LazyNames {
+namespace {
+// A block's bytes: whole pages, mapped in one call before zstd writes them
+// (a ~40 KB block faulting page by page cost ~10 faults of ~11 us here).
+constexpr size_t kPage = 4096;
+struct PageFree {
+  void operator()(std::byte* p) const { ::operator delete (p, std::align_val_t{kPage}); }
+};
+std::unique_ptr<std::byte, PageFree> page_buffer(size_t size) {
+  const size_t rounded = (size + kPage - 1) / kPage * kPage;
+  auto* p = static_cast<std::byte*>(::operator new (rounded, std::align_val_t{kPage}));
+  (void)::madvise(p, rounded, MADV_POPULATE_WRITE);  // advice: pages fault in without it
+  return std::unique_ptr<std::byte, PageFree>(p);
+}
+}  // namespace
+
+// Version 5's blocks: one zstd frame each, decompressed on first use.
+struct KallsymsTable::Block {
+  size_t n = 0;  // symbols; 0 for a damaged block
+  const std::byte* addrs = nullptr;
+  const std::byte* ends = nullptr;
+  const std::byte* modules = nullptr;
+  const char* names = nullptr;
+  std::unique_ptr<std::byte, PageFree> bytes;
+  uint64_t addr(size_t k) const { return load_unaligned<uint64_t>(addrs + 8 * k); }
+  uint32_t end(size_t k) const { return k == 0 ? 0 : load_unaligned<uint32_t>(ends + 4 * (k - 1)); }
+};
+
+struct KallsymsTable::Blocks {
   Bytes frames;  // the blocks' frames, back to back
   uint64_t frames_at = 0;
+  uint64_t count = 0;  // symbols
   uint32_t per_block = 0;
+  uint32_t modules = 0;
+  std::vector<uint64_t> first_addr;   // per block
   std::vector<uint64_t> frame_begin;  // blocks + 1 offsets into `frames`
-  std::vector<uint32_t> name_begin;   // blocks + 1 pool offsets
-  // Each block's names once decompressed (kDamaged: it did not); written
-  // under `mu`, read without it.
-  std::unique_ptr<std::atomic<const char*>[]> ready;
+  std::vector<uint64_t> raw_size;     // per block, as its frame says
+  // The modules' "[name]"s.
+  std::vector<std::string_view> module_dso;
+  // Each block once decompressed: published once (the first thread to
+  // finish one wins; a loser frees its copy), read without a lock.
+  std::unique_ptr<std::atomic<const Block*>[]> ready;
+  std::unique_ptr<std::unique_ptr<Block>[]> owned;  // slot b: written by its winner
   std::atomic<size_t> decoded{0};
   mutable std::mutex mu;
-  std::unique_ptr<ZSTD_DCtx, DCtxFree> dctx;     // under mu
-  std::vector<std::unique_ptr<char[]>> storage;  // under mu
-  std::optional<Error> damage;                   // under mu: the first
-  static constexpr char kDamaged[1] = {};
-  static constexpr char kEmpty[1] = {};
+  std::optional<Error> damage;  // under mu: the first damaged block's
 
-  // Block b's names (the pool from name_begin[b] on), nullptr if damaged.
-  const char* block(size_t b) {
-    const char* p = ready[b].load(std::memory_order_acquire);
-    if (p == nullptr) {
-      std::lock_guard lock(mu);
-      p = ready[b].load(std::memory_order_relaxed);
-      if (p == nullptr) {
-        p = decode(b);
-        ready[b].store(p, std::memory_order_release);
-      }
+  const Block& block(size_t b) {
+    const Block* p = ready[b].load(std::memory_order_acquire);
+    if (p != nullptr) return *p;
+    std::unique_ptr<Block> mine = decode(b);
+    const Block* expected = nullptr;
+    if (ready[b].compare_exchange_strong(expected, mine.get(), std::memory_order_acq_rel)) {
+      if (mine->n != 0) decoded.fetch_add(1, std::memory_order_relaxed);
+      owned[b] = std::move(mine);
+      return *owned[b];
     }
-    return p == kDamaged ? nullptr : p;
+    return *expected;
   }
-  const char* decode(size_t b) {
-    const size_t size = name_begin[b + 1] - name_begin[b];
+
+  std::unique_ptr<Block> decode(size_t b) {
+    auto blk = std::make_unique<Block>();
     const uint64_t at = frames_at + frame_begin[b];
     auto fail = [&](const std::string& why) {
+      std::lock_guard lock(mu);
       if (!damage) {
-        damage = make_error_at(Errc::kBadRecord, at,
-                               "KALLSYMS names block " + std::to_string(b) + ": " + why);
+        damage =
+            make_error_at(Errc::kBadRecord, at, "KALLSYMS block " + std::to_string(b) + ": " + why);
       }
-      return kDamaged;
+      return std::make_unique<Block>();
     };
-    if (size == 0) return kEmpty;
+    const uint64_t first = uint64_t{b} * per_block;
+    const size_t n = static_cast<size_t>(std::min<uint64_t>(per_block, count - first));
+    const size_t size = static_cast<size_t>(raw_size[b]);
+    thread_local std::unique_ptr<ZSTD_DCtx, DCtxFree> dctx;
     if (!dctx) dctx.reset(ZSTD_createDCtx());
     if (!dctx) return fail("ZSTD_createDCtx failed");
-    auto out = std::make_unique_for_overwrite<char[]>(size);
-    const size_t n =
-        ZSTD_decompressDCtx(dctx.get(), out.get(), size, frames.data() + frame_begin[b],
+    blk->bytes = page_buffer(size);
+    const size_t got =
+        ZSTD_decompressDCtx(dctx.get(), blk->bytes.get(), size, frames.data() + frame_begin[b],
                             frame_begin[b + 1] - frame_begin[b]);
-    if (ZSTD_isError(n)) return fail(std::string("zstd: ") + ZSTD_getErrorName(n));
-    if (n != size) {
-      return fail("decompresses to " + std::to_string(n) + " bytes, not " + std::to_string(size));
+    if (ZSTD_isError(got)) return fail(std::string("zstd: ") + ZSTD_getErrorName(got));
+    if (got != size)
+      return fail("decompresses to " + std::to_string(got) + " bytes, not " + std::to_string(size));
+    std::byte* p = blk->bytes.get();
+    // Sums of the differences, checked: addresses strictly ascending from
+    // the index's first one and below the next block's, name ends in order
+    // and filling the block, module numbers known.
+    uint64_t a = first_addr[b];
+    for (size_t k = 0; k < n; k++) {
+      const uint64_t d = load_unaligned<uint64_t>(p + 8 * k);
+      if (k == 0 ? d != 0 : (d == 0 || a + d < a))
+        return fail("address " + std::to_string(k) + " out of order");
+      a += d;
+      std::memcpy(p + 8 * k, &a, sizeof a);
     }
-    decoded.fetch_add(1, std::memory_order_relaxed);
-    return storage.emplace_back(std::move(out)).get();
+    if (b + 1 < first_addr.size() && a >= first_addr[b + 1])
+      return fail("addresses reach the next block");
+    std::byte* ends = p + 8 * n;
+    uint64_t e = 0;
+    for (size_t k = 0; k < n; k++) {
+      e += load_unaligned<uint32_t>(ends + 4 * k);
+      if (e > size - 14 * n) return fail("names run past the block");
+      const uint32_t e32 = static_cast<uint32_t>(e);
+      std::memcpy(ends + 4 * k, &e32, sizeof e32);
+    }
+    if (e != size - 14 * n) return fail("names do not fill the block");
+    const std::byte* mods = ends + 4 * n;
+    for (size_t k = 0; k < n; k++) {
+      if (load_unaligned<uint16_t>(mods + 2 * k) > modules)
+        return fail("module number out of range");
+    }
+    blk->n = n;
+    blk->addrs = p;
+    blk->ends = ends;
+    blk->modules = mods;
+    blk->names = reinterpret_cast<const char*>(mods + 2 * n);
+    return blk;
   }
 };
 
@@ -506,100 +575,138 @@ Result<KallsymsTable> KallsymsTable::open_blocked(Bytes blob, uint64_t base_offs
   BPFPROF_ASSIGN_OR_RETURN(uint32_t version, c.u32("KALLSYMS version"));
   (void)version;
   BPFPROF_ASSIGN_OR_RETURN(uint32_t compression, c.u32("KALLSYMS compression"));
-  BPFPROF_ASSIGN_OR_RETURN(uint64_t raw_size, c.u64("KALLSYMS raw_size"));
-  BPFPROF_ASSIGN_OR_RETURN(uint64_t frame_size, c.u64("KALLSYMS frame_size"));
-  BPFPROF_ASSIGN_OR_RETURN(uint32_t per_block, c.u32("KALLSYMS names_per_block"));
+  BPFPROF_ASSIGN_OR_RETURN(uint64_t count, c.u64("KALLSYMS count"));
+  BPFPROF_ASSIGN_OR_RETURN(uint64_t etext, c.u64("KALLSYMS etext"));
+  BPFPROF_ASSIGN_OR_RETURN(uint32_t modules, c.u32("KALLSYMS modules"));
+  BPFPROF_ASSIGN_OR_RETURN(uint32_t per_block, c.u32("KALLSYMS symbols_per_block"));
   BPFPROF_ASSIGN_OR_RETURN(uint32_t blocks, c.u32("KALLSYMS blocks"));
+  BPFPROF_ASSIGN_OR_RETURN(uint32_t module_pool, c.u32("KALLSYMS module_pool_size"));
   if (compression != kZstd) {
     return make_error_at(Errc::kUnsupported, base_offset + 4,
                          "KALLSYMS compression " + std::to_string(compression));
   }
-  if (frame_size > c.remaining()) {
-    return make_error_at(Errc::kTruncated, base_offset + 16,
-                         "KALLSYMS frame of " + std::to_string(frame_size) +
-                             " bytes past the section's " + std::to_string(c.remaining()));
+  if (per_block == 0 || per_block > kMaxSymbolsPerBlock ||
+      blocks != (count + per_block - 1) / per_block || modules >= 0xffff) {
+    return make_error_at(Errc::kBadRecord, base_offset + 8,
+                         "KALLSYMS " + std::to_string(count) + " symbols in " +
+                             std::to_string(blocks) + " blocks of " + std::to_string(per_block) +
+                             ", " + std::to_string(modules) + " modules");
   }
-  const uint64_t frame_at = c.absolute_pos();
-  BPFPROF_ASSIGN_OR_RETURN(Table columns,
-                           decompress<Table>(blob.subspan(c.pos(), static_cast<size_t>(frame_size)),
-                                             frame_at, compression, raw_size));
-  BPFPROF_TRY(c.skip(static_cast<size_t>(frame_size), "KALLSYMS frame"));
-  if (!delta_code(columns, false)) {
-    return make_error_at(
-        Errc::kBadRecord, base_offset + 8,
-        "KALLSYMS table's sizes do not fit its " + std::to_string(columns.size()) + " bytes");
+  if (uint64_t{blocks} * 16 + uint64_t{modules} * 4 + module_pool > c.remaining()) {
+    return make_error_at(Errc::kTruncated, base_offset + 32,
+                         "KALLSYMS index of " + std::to_string(blocks) + " blocks and " +
+                             std::to_string(modules) + " modules past the section's end");
   }
-  auto owned = std::make_shared<const Table>(std::move(columns));
-  KallsymsTable t;
-  // Offsets in its errors are the decompressed table's.
-  BPFPROF_TRY(t.check(*owned, base_offset, true));
-  t.owned_ = std::move(owned);
-  const uint64_t want = per_block == 0 ? 0 : (t.count_ + per_block - 1) / per_block;
-  if (per_block == 0 || per_block > kMaxNamesPerBlock || blocks != want) {
-    return make_error_at(Errc::kBadRecord, base_offset + 24,
-                         "KALLSYMS " + std::to_string(blocks) + " blocks of " +
-                             std::to_string(per_block) + " names for " + std::to_string(t.count_) +
-                             " symbols");
+  auto t = std::make_shared<Blocks>();
+  t->per_block = per_block;
+  t->modules = modules;
+  t->count = count;
+  t->first_addr.resize(blocks);
+  t->frame_begin.assign(size_t{blocks} + 1, 0);
+  t->raw_size.resize(blocks);
+  const uint64_t index_at = c.absolute_pos();
+  for (uint32_t b = 0; b < blocks; b++) {
+    BPFPROF_ASSIGN_OR_RETURN(t->first_addr[b], c.u64("KALLSYMS block address"));
+    if (b > 0 && t->first_addr[b] <= t->first_addr[b - 1]) {
+      return make_error_at(
+          Errc::kBadRecord, index_at + 8 * uint64_t{b},
+          "KALLSYMS block " + std::to_string(b) + "'s address is not above the one before");
+    }
   }
-  auto names = std::make_shared<LazyNames>();
-  names->per_block = per_block;
-  names->frame_begin.assign(size_t{blocks} + 1, 0);
-  names->name_begin.assign(size_t{blocks} + 1, 0);
   const uint64_t ends_at = c.absolute_pos();
   for (uint32_t b = 0; b < blocks; b++) {
-    BPFPROF_ASSIGN_OR_RETURN(names->frame_begin[b + 1], c.u64("KALLSYMS block end"));
-    const uint64_t last = std::min<uint64_t>(t.count_, uint64_t{b + 1} * per_block) - 1;
-    names->name_begin[b + 1] = t.name_end(static_cast<size_t>(last));
+    BPFPROF_ASSIGN_OR_RETURN(t->frame_begin[b + 1], c.u64("KALLSYMS block end"));
   }
-  names->frames = blob.subspan(c.pos());
-  names->frames_at = c.absolute_pos();
-  // Each block's frame must lie after the one before, the last end where
-  // the section does, and say the size of its names: a decode later can
-  // then only meet damage inside a frame.
+  const uint64_t module_ends_at = c.absolute_pos();
+  std::vector<uint32_t> module_end(modules);
+  for (uint32_t m = 0; m < modules; m++) {
+    BPFPROF_ASSIGN_OR_RETURN(module_end[m], c.u32("KALLSYMS module name end"));
+    if (module_end[m] < (m == 0 ? 0 : module_end[m - 1]) || module_end[m] > module_pool) {
+      return make_error_at(Errc::kBadRecord, module_ends_at + 4 * uint64_t{m},
+                           "KALLSYMS module name end " + std::to_string(module_end[m]) +
+                               " out of order or past the names");
+    }
+  }
+  const char* module_names = reinterpret_cast<const char*>(blob.data() + c.pos());
+  BPFPROF_TRY(c.skip(module_pool, "KALLSYMS module names"));
+  for (uint32_t m = 0; m < modules; m++) {
+    const uint32_t begin = m == 0 ? 0 : module_end[m - 1];
+    t->module_dso.emplace_back(module_names + begin, module_end[m] - begin);
+  }
+  t->frames = blob.subspan(c.pos());
+  t->frames_at = c.absolute_pos();
+  // Each block's frame lies after the one before, the last ends where the
+  // section does, and says a size its symbols can have: a decode later can
+  // only meet damage inside a frame.
   for (uint32_t b = 0; b < blocks; b++) {
-    const uint64_t begin = names->frame_begin[b], end = names->frame_begin[b + 1];
-    if (end < begin || end > names->frames.size() ||
-        (b + 1 == blocks && end != names->frames.size())) {
+    const uint64_t begin = t->frame_begin[b], end = t->frame_begin[b + 1];
+    if (end < begin || end > t->frames.size() || (b + 1 == blocks && end != t->frames.size())) {
       return make_error_at(Errc::kBadRecord, ends_at + 8 * uint64_t{b},
                            "KALLSYMS block " + std::to_string(b) + " ends at " +
-                               std::to_string(end) + " of " + std::to_string(names->frames.size()) +
+                               std::to_string(end) + " of " + std::to_string(t->frames.size()) +
                                " bytes of frames");
     }
-    const uint64_t size = names->name_begin[b + 1] - names->name_begin[b];
+    const uint64_t n = std::min<uint64_t>(per_block, count - uint64_t{b} * per_block);
     const unsigned long long said =
-        ZSTD_getFrameContentSize(names->frames.data() + begin, static_cast<size_t>(end - begin));
-    if (said != size) {
-      return make_error_at(Errc::kBadRecord, names->frames_at + begin,
-                           "KALLSYMS names block " + std::to_string(b) + " is not a frame of its " +
-                               std::to_string(size) + " bytes");
+        ZSTD_getFrameContentSize(t->frames.data() + begin, static_cast<size_t>(end - begin));
+    if (said == ZSTD_CONTENTSIZE_UNKNOWN || said == ZSTD_CONTENTSIZE_ERROR || said < 14 * n ||
+        said > (14 + kMaxNameBytes) * n) {
+      return make_error_at(Errc::kBadRecord, t->frames_at + begin,
+                           "KALLSYMS block " + std::to_string(b) + " is not a frame of " +
+                               std::to_string(n) + " symbols");
     }
+    t->raw_size[b] = said;
   }
-  if (blocks == 0 && !names->frames.empty()) {
-    return make_error_at(
-        Errc::kBadRecord, names->frames_at,
-        "KALLSYMS " + std::to_string(names->frames.size()) + " bytes after the table");
+  if (blocks == 0 && !t->frames.empty()) {
+    return make_error_at(Errc::kBadRecord, t->frames_at,
+                         "KALLSYMS " + std::to_string(t->frames.size()) + " bytes after the index");
   }
-  names->ready = std::make_unique<std::atomic<const char*>[]>(blocks);
-  for (uint32_t b = 0; b < blocks; b++) names->ready[b].store(nullptr, std::memory_order_relaxed);
-  t.names_ = std::move(names);
-  return t;
+  t->ready = std::make_unique<std::atomic<const Block*>[]>(blocks);
+  for (uint32_t b = 0; b < blocks; b++) t->ready[b].store(nullptr, std::memory_order_relaxed);
+  t->owned = std::make_unique<std::unique_ptr<Block>[]>(blocks);
+  KallsymsTable table;
+  table.count_ = static_cast<size_t>(count);
+  table.module_count_ = modules;
+  table.etext_ = etext;
+  table.blocks_ = std::move(t);
+  return table;
 }
 
-std::string_view KallsymsTable::lazy_name(size_t i, uint32_t begin, uint32_t end) const {
-  const size_t b = i / names_->per_block;
-  const char* p = names_->block(b);
-  if (p == nullptr) return {};
-  return {p + (begin - names_->name_begin[b]), end - begin};
+uint64_t KallsymsTable::block_addr(size_t i) const {
+  const size_t b = i / blocks_->per_block, k = i % blocks_->per_block;
+  if (k == 0) return blocks_->first_addr[b];
+  const Block& blk = blocks_->block(b);
+  return k < blk.n ? blk.addr(k) : blocks_->first_addr[b];
+}
+
+std::string_view KallsymsTable::block_name(size_t i) const {
+  const Block& blk = blocks_->block(i / blocks_->per_block);
+  const size_t k = i % blocks_->per_block;
+  if (k >= blk.n) return {};
+  return {blk.names + blk.end(k), blk.end(k + 1) - blk.end(k)};
+}
+
+uint32_t KallsymsTable::block_module(size_t i) const {
+  const Block& blk = blocks_->block(i / blocks_->per_block);
+  const size_t k = i % blocks_->per_block;
+  return k < blk.n ? load_unaligned<uint16_t>(blk.modules + 2 * k) : 0;
+}
+
+std::string_view KallsymsTable::module_dso(uint32_t m) const {
+  if (blocks_)
+    return m >= 1 && m <= blocks_->module_dso.size() ? blocks_->module_dso[m - 1]
+                                                     : std::string_view();
+  return pool_string(count_ + m - 1);
 }
 
 size_t KallsymsTable::blocks_decoded() const {
-  return names_ ? names_->decoded.load(std::memory_order_relaxed) : 0;
+  return blocks_ ? blocks_->decoded.load(std::memory_order_relaxed) : 0;
 }
 
 std::optional<Error> KallsymsTable::damage() const {
-  if (!names_) return std::nullopt;
-  std::lock_guard lock(names_->mu);
-  return names_->damage;
+  if (!blocks_) return std::nullopt;
+  std::lock_guard lock(blocks_->mu);
+  return blocks_->damage;
 }
 
 KallsymsTable KallsymsTable::from_text(std::string_view text) {
@@ -611,7 +718,7 @@ KallsymsTable KallsymsTable::from_text(std::string_view text) {
   return t;
 }
 
-Status KallsymsTable::check(Bytes blob, uint64_t base_offset, bool names_apart) {
+Status KallsymsTable::check(Bytes blob, uint64_t base_offset) {
   ByteCursor c(blob, base_offset);
   BPFPROF_ASSIGN_OR_RETURN(uint32_t version, c.u32("KALLSYMS version"));
   (void)version;
@@ -620,23 +727,13 @@ Status KallsymsTable::check(Bytes blob, uint64_t base_offset, bool names_apart) 
   BPFPROF_ASSIGN_OR_RETURN(uint64_t etext, c.u64("KALLSYMS etext"));
   BPFPROF_ASSIGN_OR_RETURN(uint32_t modules, c.u32("KALLSYMS modules"));
   BPFPROF_ASSIGN_OR_RETURN(uint32_t pool_size, c.u32("KALLSYMS pool_size"));
-  if (flags != (names_apart ? kFlagNamesApart : 0)) {
+  if (flags != 0) {
     return make_error_at(Errc::kUnsupported, base_offset + 4,
                          "KALLSYMS flags " + std::to_string(flags));
   }
   const uint64_t rest = c.remaining();
   // count is bounded first so that the sizes below cannot overflow.
-  uint32_t stored_from = 0;  // the pool offset the stored pool starts at
-  if (names_apart && count <= rest / 14 && count * 14 + uint64_t{modules} * 4 <= rest &&
-      count > 0) {
-    stored_from = load_unaligned<uint32_t>(blob.data() + c.pos() + 8 * count + 4 * (count - 1));
-    if (stored_from > pool_size) {
-      return make_error_at(Errc::kBadRecord, base_offset + c.pos() + 12 * count - 4,
-                           "KALLSYMS symbols' names end at " + std::to_string(stored_from) +
-                               ", past the pool of " + std::to_string(pool_size));
-    }
-  }
-  if (count > rest / 14 || count * 14 + uint64_t{modules} * 4 + (pool_size - stored_from) != rest) {
+  if (count > rest / 14 || count * 14 + uint64_t{modules} * 4 + pool_size != rest) {
     return make_error_at(Errc::kBadRecord, base_offset + 8,
                          "KALLSYMS table of " + std::to_string(count) + " symbols, " +
                              std::to_string(modules) + " modules and " +
@@ -644,7 +741,6 @@ Status KallsymsTable::check(Bytes blob, uint64_t base_offset, bool names_apart) 
                              std::to_string(rest) + " bytes");
   }
   const std::byte* p = blob.data() + c.pos();
-  names_base_ = stored_from;
   count_ = static_cast<size_t>(count);
   module_count_ = modules;
   etext_ = etext;
@@ -679,6 +775,26 @@ Status KallsymsTable::check(Bytes blob, uint64_t base_offset, bool names_apart) 
 }
 
 size_t KallsymsTable::floor(uint64_t a) const {
+  if (blocks_) {
+    // The block from the index, then the symbol in it.
+    const std::vector<uint64_t>& firsts = blocks_->first_addr;
+    const auto above = std::upper_bound(firsts.begin(), firsts.end(), a);
+    if (above == firsts.begin()) return count_;
+    const size_t b = static_cast<size_t>(above - firsts.begin()) - 1;
+    const Block& blk = blocks_->block(b);
+    if (blk.n == 0) return count_;  // damaged
+    size_t lo = 0, n = blk.n;
+    while (n > 0) {
+      const size_t half = n / 2;
+      if (blk.addr(lo + half) <= a) {
+        lo += half + 1;
+        n -= half + 1;
+      } else {
+        n = half;
+      }
+    }
+    return b * blocks_->per_block + lo - 1;  // lo >= 1: the first address is <= a
+  }
   size_t lo = 0, n = count_;  // first index whose address is above `a`: lo
   while (n > 0) {
     const size_t half = n / 2;

@@ -2,16 +2,15 @@
 // The kallsyms snapshot (feature 250) as a table searched where it lies: the
 // kernel and module text symbols in address order, one per address, with a
 // string pool. Version 2 of the section is this table, so opening it checks
-// its bounds and order and builds nothing; version 3 (what record writes:
-// the table delta-coded and zstd-compressed, features.h) is decompressed into
-// a table of its own; version 1 (older files: zstd of the /proc/kallsyms
-// text) is decompressed and parsed. Version 4 only says where in the data the
-// in-stream copy is; the reader puts that copy in its place. Version 5 (what
-// record writes now, features.h) keeps the symbols' names apart from the
-// table, in zstd frames of a few hundred names each: opening it decompresses
-// the addresses, name ends and module numbers (a third of the table), and a
-// block of names is decompressed when one of its names is first asked for
-// (a 1 s recording's report names ~25 kernel symbols: 14 of 237 blocks).
+// its bounds and order and builds nothing; version 3 (the table delta-coded
+// and zstd-compressed, features.h) is decompressed into a table of its own;
+// version 1 (older files: zstd of the /proc/kallsyms text) is decompressed
+// and parsed. Version 4 only says where in the data the in-stream copy is;
+// the reader puts that copy in its place. Version 5 (what record writes now)
+// holds the table in blocks of 1024 symbols, each a zstd frame, behind an
+// index of each block's first address: opening it reads the index, and a
+// block is decompressed when a lookup first needs it (a 1 s recording's
+// report names ~25 kernel symbols, in ~11 of 119 blocks).
 //
 // Version 2 layout (little-endian, no alignment assumed):
 //   u32 version (2), u32 flags (0), u64 count, u64 etext (0 = unknown),
@@ -22,8 +21,6 @@
 //                                names, then the modules' ("[name]")
 //   u16 module[count]            0 = core kernel, m = module m-1
 //   char pool[pool_size]
-// Flags 1 (version 5's table only): the symbols' names are held apart; the
-// pool holds only the modules' names, from the symbols' last name end on.
 // Kept: t/T/w/W symbols except [bpf] lines, address 0 and _etext (its address
 // is `etext`); at one address the first global name listed, else the first.
 #pragma once
@@ -44,9 +41,9 @@ namespace bpfprof::perfdata {
 class KallsymsTable {
  public:
   KallsymsTable() = default;
-  // A section 250 payload. Version 2 is used in place: `blob` must outlive
-  // the table. Errors name the field and its offset (`base_offset` = the
-  // payload's file offset).
+  // A section 250 payload. Versions 2 and 5 are used in place: `blob` must
+  // outlive the table. Errors name the field and its offset (`base_offset` =
+  // the payload's file offset).
   static Result<KallsymsTable> open(Bytes blob, uint64_t base_offset);
   // From /proc/kallsyms text (a live session); owns its table.
   static KallsymsTable from_text(std::string_view text);
@@ -54,39 +51,44 @@ class KallsymsTable {
   size_t size() const { return count_; }
   bool empty() const { return count_ == 0; }
   uint64_t etext() const { return etext_; }
-  uint64_t addr(size_t i) const { return load_unaligned<uint64_t>(addrs_ + 8 * i); }
-  std::string_view name(size_t i) const { return pool_string(i); }
+  uint64_t addr(size_t i) const {
+    return blocks_ ? block_addr(i) : load_unaligned<uint64_t>(addrs_ + 8 * i);
+  }
+  std::string_view name(size_t i) const { return blocks_ ? block_name(i) : pool_string(i); }
   // 0 = core kernel, else module_dso(module(i)) names it.
-  uint32_t module(size_t i) const { return load_unaligned<uint16_t>(modules_ + 2 * i); }
+  uint32_t module(size_t i) const {
+    return blocks_ ? block_module(i) : load_unaligned<uint16_t>(modules_ + 2 * i);
+  }
   uint32_t module_count() const { return module_count_; }
   // "[name]" of module m (1-based, as module() returns).
-  std::string_view module_dso(uint32_t m) const { return pool_string(count_ + m - 1); }
+  std::string_view module_dso(uint32_t m) const;
   // The index of the last symbol starting at or before `addr`; size() if none.
   size_t floor(uint64_t addr) const;
 
-  // Version 5: name(i) decompresses its block of names on first use (safe
+  // Version 5: a block is decompressed when a lookup first needs it (safe
   // from any number of threads; copies of the table share the blocks). A
-  // block that does not decompress gives empty names, and damage() then
-  // says which and where; the other blocks still read.
+  // block that does not decompress, or decompresses to a table that lies,
+  // holds no symbol: floor() finds none in it, its names are empty and its
+  // module numbers 0; damage() then says which block and where.
   size_t blocks_decoded() const;
   std::optional<Error> damage() const;
 
  private:
-  struct LazyNames;
+  struct Blocks;
+  struct Block;
   static Result<KallsymsTable> open_blocked(Bytes blob, uint64_t base_offset);
-  // `names_apart`: flags 1 is allowed (version 5's table).
-  Status check(Bytes blob, uint64_t base_offset, bool names_apart = false);
+  Status check(Bytes blob, uint64_t base_offset);
   uint32_t name_end(size_t i) const { return load_unaligned<uint32_t>(ends_ + 4 * i); }
   std::string_view pool_string(size_t i) const {
     const uint32_t begin = i == 0 ? 0 : name_end(i - 1);
-    if (names_ && i < count_) return lazy_name(i, begin, name_end(i));
-    return {pool_ + (begin - names_base_), name_end(i) - begin};
+    return {pool_ + begin, name_end(i) - begin};
   }
-  std::string_view lazy_name(size_t i, uint32_t begin, uint32_t end) const;
+  uint64_t block_addr(size_t i) const;
+  std::string_view block_name(size_t i) const;
+  uint32_t block_module(size_t i) const;
 
-  std::shared_ptr<const void> owned_;                    // a table made here
-  std::shared_ptr<LazyNames> names_;                     // version 5's names
-  uint32_t names_base_ = 0;  // the pool offset pool_ starts at (flags 1)
+  std::shared_ptr<const void> owned_;  // a table made here
+  std::shared_ptr<Blocks> blocks_;     // version 5
   size_t count_ = 0;
   uint32_t module_count_ = 0;
   uint64_t etext_ = 0;

@@ -133,7 +133,7 @@ TEST(RecorderKernelTest, RecordsSleepSystemWide) {
     unnamed += kallsyms->name(i).empty();
   }
   EXPECT_FALSE(bpf);
-  // Version 5: the names in blocks, every one of which decompresses.
+  // Version 5: the table in blocks, every one of which decompresses.
   EXPECT_EQ(load_unaligned<uint32_t>(f.kallsyms_packed.data()), 5u);
   EXPECT_EQ(unnamed, 0u);
   EXPECT_GT(kallsyms->blocks_decoded(), 1u);
