@@ -153,6 +153,24 @@ TEST(KallsymsBlockedTest, DamageIsRefusedOrConfinedToItsBlock) {
     std::memcpy(bad.data() + 28, &k, sizeof k);
     EXPECT_FALSE(KallsymsTable::open(bad, 0).ok()) << k;
   }
+  // Counts that the blocks cannot hold, one that wraps around included
+  // (with no block at all, a wrapped count once passed for 0 symbols).
+  for (uint64_t count : {uint64_t{0}, uint64_t{4096}, uint64_t{5121}, ~uint64_t{0}}) {
+    std::vector<std::byte> bad = v5;
+    std::memcpy(bad.data() + 8, &count, sizeof count);
+    EXPECT_FALSE(KallsymsTable::open(bad, 0).ok()) << count;
+  }
+  {
+    std::vector<std::byte> none(v5.begin(), v5.begin() + 40);
+    const uint64_t count = ~uint64_t{0};
+    const uint32_t zero = 0, two = 2;
+    std::memcpy(none.data() + 8, &count, sizeof count);
+    std::memcpy(none.data() + 24, &zero, sizeof zero);
+    std::memcpy(none.data() + 28, &two, sizeof two);
+    std::memcpy(none.data() + 32, &zero, sizeof zero);
+    std::memcpy(none.data() + 36, &zero, sizeof zero);
+    EXPECT_FALSE(KallsymsTable::open(none, 0).ok());
+  }
 
   // Block 3's frame, its compressed bytes past the frame header scrambled.
   const size_t k = per_block(v5);

@@ -585,8 +585,11 @@ Result<KallsymsTable> KallsymsTable::open_blocked(Bytes blob, uint64_t base_offs
     return make_error_at(Errc::kUnsupported, base_offset + 4,
                          "KALLSYMS compression " + std::to_string(compression));
   }
-  if (per_block == 0 || per_block > kMaxSymbolsPerBlock ||
-      blocks != (count + per_block - 1) / per_block || modules >= 0xffff) {
+  // blocks * per_block cannot overflow (2^32 * 2^16); count must need
+  // exactly `blocks` of them.
+  const uint64_t room = uint64_t{blocks} * per_block;
+  if (per_block == 0 || per_block > kMaxSymbolsPerBlock || count > room ||
+      (blocks > 0 && count <= room - per_block) || modules >= 0xffff) {
     return make_error_at(Errc::kBadRecord, base_offset + 8,
                          "KALLSYMS " + std::to_string(count) + " symbols in " +
                              std::to_string(blocks) + " blocks of " + std::to_string(per_block) +
