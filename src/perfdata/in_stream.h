@@ -26,6 +26,7 @@
 
 #include "base/byte_cursor.h"
 #include "base/error.h"
+#include "base/prefault.h"
 #include "perf/records.h"
 
 namespace bpfprof::perfdata {
@@ -43,9 +44,13 @@ bool is_in_stream(const perf::RecordView& r);
 // Reassembles blobs from records fed in file order.
 class InStreamCollector {
  public:
+  // A blob's bytes, mapped in one call when its size is reserved (the
+  // kallsyms snapshot's 0.7 MB faulted page by page cost ~180 faults, ~2 ms
+  // of a 1 s recording's report).
+  using BlobBytes = std::vector<std::byte, PrefaultAllocator<std::byte>>;
   struct Blob {
     int feat = 0;
-    std::vector<std::byte> bytes;
+    BlobBytes bytes;
     uint64_t at = 0;  // file offset of its first record
   };
   // A record of ours. A chunk that does not continue the blob being
