@@ -113,7 +113,8 @@ class FileReader {
   // against 0.014 s for a 137 MB file). Every record the walk hands out lies
   // in *hold (a payload after the range's last record is skipped, not
   // read). Inputs in memory (stdin, from_bytes) are viewed where they are.
-  using HoldBytes = std::vector<std::byte, PrefaultAllocator<std::byte>>;
+  // Its growth writes nothing (pread fills it at once).
+  using HoldBytes = std::vector<std::byte, UninitAllocator<std::byte>>;
   Status for_each_record_in(uint64_t begin, uint64_t end,
                             const std::function<void(const perf::RecordView&, uint64_t)>& fn,
                             ReaderStats* skipped = nullptr, HoldBytes* hold = nullptr) const;

@@ -180,8 +180,8 @@ Result<Bytes> RecordWalker::bytes_at(size_t pos, size_t n) {
     (void)n;
     if (!hold_read_) {
       const size_t want = std::min(range_end_ + kMaxRecord, rd.data_size_) - hold_at_;
-      // Grown, never shrunk: a resize to each range's size would zero the
-      // bytes between the last range's size and this one's every time.
+      // Grown, never shrunk (HoldBytes' growth writes nothing, but a
+      // shrink and regrow would reallocate).
       if (hold_->size() < want) hold_->resize(want);
       BPFPROF_ASSIGN_OR_RETURN(hold_len_, pread_data(hold_at_, want, hold_->data()));
       hold_read_ = true;
