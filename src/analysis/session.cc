@@ -183,7 +183,7 @@ Status Session::pass1(const SessionOptions& options) {
 DiagCounts Session::diagnostics() const {
   DiagCounts all = counters_;
   all += symbolizer_->diagnostics();
-  // A block of the snapshot's names found damaged by the lookups so far.
+  // A block of the snapshot found damaged by the lookups so far.
   if (symbolizer_->kallsyms_damage()) all[Diag::kFeatureSectionsUnreadable]++;
   return all;
 }

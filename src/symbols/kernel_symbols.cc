@@ -66,8 +66,8 @@ std::optional<KernelSymbols::Symbol> KernelSymbols::find(uint64_t addr) const {
   const uint32_t mod = table_.module(i);
   uint64_t end = has_next ? table_.addr(i + 1) : start + kUncappedSymbolMax;
   Symbol s{start, end, table_.name(i), kKernelDso, mod != 0};
-  // A snapshot's block of names that does not decompress names nothing
-  // (the table's damage() says where).
+  // A symbol without a name names nothing (a table of version 2 may hold
+  // one; a damaged block of version 5 holds no symbol at all).
   if (s.name.empty()) return std::nullopt;
   if (mod == 0) {
     if (etext_ != 0 && start < etext_) end = std::min(end, etext_);

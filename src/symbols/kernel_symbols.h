@@ -46,7 +46,7 @@ class KernelSymbols {
   bool has_snapshot() const { return has_snapshot_; }
   std::optional<Symbol> find(uint64_t addr) const;
   size_t size() const { return table_.size(); }
-  // The first block of the snapshot's names found damaged by find() so far.
+  // The first block of a version 5 snapshot found damaged by find() so far.
   std::optional<Error> damage() const;
 
  private:

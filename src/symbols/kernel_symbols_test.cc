@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -35,15 +36,16 @@ struct Case {
 };
 
 // The snapshot as text (a live session) or as the reader leaves the
-// section: packed, as a table (version 2) or as older files hold it
-// (version 1, zstd text).
-enum class Form { kText, kTable, kOldText };
+// section: packed, as a table (version 2), in blocks (version 5, what record
+// writes) or as older files hold it (version 1, zstd text).
+enum class Form { kText, kTable, kBlocked, kOldText };
 class KernelSnapshotForms : public ::testing::TestWithParam<Form> {};
 
 TEST_P(KernelSnapshotForms, ResolvesFromSnapshotWithModuleMaps) {
-  const std::vector<std::byte> packed = GetParam() == Form::kOldText
-                                            ? perfdata::encode_kallsyms_v1(kSnapshot)
-                                            : perfdata::encode_kallsyms(kSnapshot);
+  const std::vector<std::byte> packed =
+      GetParam() == Form::kOldText   ? perfdata::encode_kallsyms_v1(kSnapshot)
+      : GetParam() == Form::kBlocked ? perfdata::encode_kallsyms_blocked(kSnapshot)
+                                     : perfdata::encode_kallsyms(kSnapshot);
   perfdata::Features features;
   if (GetParam() == Form::kText) {
     features.kallsyms = kSnapshot;
@@ -87,12 +89,50 @@ TEST_P(KernelSnapshotForms, ResolvesFromSnapshotWithModuleMaps) {
 }
 
 INSTANTIATE_TEST_SUITE_P(TextOrPacked, KernelSnapshotForms,
-                         ::testing::Values(Form::kText, Form::kTable, Form::kOldText),
+                         ::testing::Values(Form::kText, Form::kTable, Form::kBlocked,
+                                           Form::kOldText),
                          [](const auto& info) {
-                           return info.param == Form::kText    ? "text"
-                                  : info.param == Form::kTable ? "table"
-                                                               : "old_text";
+                           return info.param == Form::kText      ? "text"
+                                  : info.param == Form::kTable   ? "table"
+                                  : info.param == Form::kBlocked ? "blocked"
+                                                                 : "old_text";
                          });
+
+// A version 5 block that does not decompress: its kernel frames are
+// unnamed, the others named, and the symbolizer says which block and where
+// once a lookup has met it (the report's header and
+// feature_sections_unreadable carry it).
+TEST(KernelSymbolsTest, ADamagedBlockLeavesItsFramesUnnamedAndSaysWhere) {
+  std::string text;
+  for (int i = 0; i < 3000; ++i) {
+    char line[64];
+    std::snprintf(line, sizeof line, "%016llx T fn_%d\n",
+                  0xffffffff81000000ull + 64ull * static_cast<unsigned>(i), i);
+    text += line;
+  }
+  std::vector<std::byte> packed = perfdata::encode_kallsyms_blocked(text);
+  // Block 1's frame (of 3), scrambled past its header: blocks = u32 at 32,
+  // the index (first addresses, frame ends) from 40, no modules.
+  const uint32_t blocks = load_unaligned<uint32_t>(packed.data() + 32);
+  ASSERT_EQ(blocks, 3u);
+  const size_t ends = 40 + 8 * blocks, frames = ends + 8 * blocks;
+  const size_t b1 = frames + load_unaligned<uint64_t>(packed.data() + ends);
+  const size_t b2 = frames + load_unaligned<uint64_t>(packed.data() + ends + 8);
+  for (size_t at = b1 + 12; at < b2 - 4; at++) packed[at] = std::byte{0xff};
+  perfdata::Features features;
+  features.kallsyms_packed = packed;
+  features.kallsyms_packed_at = 4096;
+  Symbolizer sym(features, {});
+  sym.finish();
+  EXPECT_FALSE(sym.kallsyms_error().has_value());
+  EXPECT_EQ(sym.lookup(1, 0xffffffff81000000ull + 64 * 5 + 3, 5, true).symbol, "fn_5");
+  EXPECT_FALSE(sym.kallsyms_damage().has_value());
+  const Frame in_damaged = sym.lookup(1, 0xffffffff81000000ull + 64 * 1500 + 3, 5, true);
+  EXPECT_EQ(in_damaged.unknown, Unknown::kKernelNoSymbol);
+  ASSERT_TRUE(sym.kallsyms_damage().has_value());
+  EXPECT_EQ(sym.kallsyms_damage()->offset, 4096 + b1) << sym.kallsyms_damage()->to_string();
+  EXPECT_EQ(sym.lookup(1, 0xffffffff81000000ull + 64 * 2500 + 3, 5, true).symbol, "fn_2500");
+}
 
 // Cut short: the zstd frame of version 1, the pool of version 2.
 class BrokenSnapshot : public ::testing::TestWithParam<bool> {};

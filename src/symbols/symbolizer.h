@@ -178,7 +178,7 @@ class Symbolizer {
   // Why a packed kallsyms snapshot (Features::kallsyms_packed) could not be
   // decoded, after finish(); kernel code is then unnamed.
   const std::optional<Error>& kallsyms_error() const;
-  // A block of the snapshot's names that lookups found damaged (its kernel
+  // A block of a version 5 snapshot that lookups found damaged (its kernel
   // frames are unnamed); known once the lookups have run.
   std::optional<Error> kallsyms_damage() const;
 
