@@ -20,11 +20,10 @@ namespace bpfprof {
 // about what their faults do.
 inline constexpr size_t kPrefaultMinBytes = size_t{64} << 10;
 
-// Maps the whole pages inside [p, p + n) for writing. Advice only: a kernel
-// without MADV_POPULATE_WRITE (before 5.14) refuses it, and the pages fault
-// in as they are touched, as without it.
-inline void prefault(void* p, size_t n) {
-  if (n < kPrefaultMinBytes) return;
+// Maps the whole pages inside [p, p + n) for writing, however few. Advice
+// only: a kernel without MADV_POPULATE_WRITE (before 5.14) refuses it, and
+// the pages fault in as they are touched, as without it.
+inline void populate(void* p, size_t n) {
   constexpr uintptr_t kPage = 4096;
   const uintptr_t begin = (reinterpret_cast<uintptr_t>(p) + kPage - 1) & ~(kPage - 1);
   const uintptr_t end = (reinterpret_cast<uintptr_t>(p) + n) & ~(kPage - 1);
@@ -32,17 +31,25 @@ inline void prefault(void* p, size_t n) {
     (void)::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_POPULATE_WRITE);
 }
 
+// populate() for blocks of kPrefaultMinBytes and more.
+inline void prefault(void* p, size_t n) {
+  if (n >= kPrefaultMinBytes) populate(p, n);
+}
+
 // std::allocator whose large blocks are prefaulted before the container
-// writes them (a vector's growth, its value-initialization).
-template <class T>
+// writes them (a vector's growth, its value-initialization). With `Zeroed`
+// false, what a container grows by is left uninitialized (resize() writes
+// nothing): for buffers filled at once after, such as a decompressor's
+// output or a pread's.
+template <class T, bool Zeroed = true>
 struct PrefaultAllocator : std::allocator<T> {
   using value_type = T;
   PrefaultAllocator() = default;
   template <class U>
-  PrefaultAllocator(const PrefaultAllocator<U>&) noexcept {}
+  PrefaultAllocator(const PrefaultAllocator<U, Zeroed>&) noexcept {}
   template <class U>
   struct rebind {
-    using other = PrefaultAllocator<U>;
+    using other = PrefaultAllocator<U, Zeroed>;
   };
   T* allocate(size_t n) {
     T* p = std::allocator<T>::allocate(n);
@@ -50,26 +57,7 @@ struct PrefaultAllocator : std::allocator<T> {
     return p;
   }
   template <class U>
-  bool operator==(const PrefaultAllocator<U>&) const noexcept {
-    return true;
-  }
-};
-
-// PrefaultAllocator whose containers leave what they grow by uninitialized
-// (resize() writes nothing): for buffers that are filled at once after, such
-// as a decompressor's output.
-template <class T>
-struct UninitAllocator : PrefaultAllocator<T> {
-  using value_type = T;
-  UninitAllocator() = default;
-  template <class U>
-  UninitAllocator(const UninitAllocator<U>&) noexcept {}
-  template <class U>
-  struct rebind {
-    using other = UninitAllocator<U>;
-  };
-  template <class U>
-  void construct(U* p) noexcept(std::is_nothrow_default_constructible_v<U>) {
+  requires(!Zeroed) void construct(U* p) noexcept(std::is_nothrow_default_constructible_v<U>) {
     ::new (static_cast<void*>(p)) U;
   }
   template <class U, class... Args>
@@ -77,9 +65,12 @@ struct UninitAllocator : PrefaultAllocator<T> {
     ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
   }
   template <class U>
-  bool operator==(const UninitAllocator<U>&) const noexcept {
+  bool operator==(const PrefaultAllocator<U, Zeroed>&) const noexcept {
     return true;
   }
 };
+
+template <class T>
+using UninitAllocator = PrefaultAllocator<T, false>;
 
 }  // namespace bpfprof

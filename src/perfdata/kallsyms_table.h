@@ -83,9 +83,12 @@ class KallsymsTable {
     const uint32_t begin = i == 0 ? 0 : name_end(i - 1);
     return {pool_ + begin, name_end(i) - begin};
   }
+  // Version 5's accessors (kallsyms_blocked.cc).
   uint64_t block_addr(size_t i) const;
   std::string_view block_name(size_t i) const;
   uint32_t block_module(size_t i) const;
+  std::string_view block_module_dso(uint32_t m) const;
+  size_t block_floor(uint64_t addr) const;
 
   std::shared_ptr<const void> owned_;  // a table made here
   std::shared_ptr<Blocks> blocks_;     // version 5
