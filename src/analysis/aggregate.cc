@@ -112,6 +112,7 @@ struct StackKeyHash {
 // Ids are still handed out by the profile in first-seen order: a cache miss
 // asks the profile, so ids are those a run without caches would give.
 struct Worker {
+  explicit Worker(uint64_t samples) : memos(samples) {}
   profile::Profile profile;
   perf::Sample sample;
   std::vector<SymbolizedFrame> frames;
@@ -313,7 +314,8 @@ ReportData aggregate(const Session& session, const AggregateOptions& options) {
   std::mutex mu;
   auto first_chunk = [&](unsigned t) { return chunks * t / threads; };
   for (unsigned t = 0; t < threads; t++) {
-    parts.push_back(Part{first_chunk(t), first_chunk(t), first_chunk(t + 1), {}});
+    parts.push_back(
+        Part{first_chunk(t), first_chunk(t), first_chunk(t + 1), Worker(session.sample_count())});
   }
   auto run = [&](Part* part) {
     for (;;) {
@@ -328,7 +330,7 @@ ReportData aggregate(const Session& session, const AggregateOptions& options) {
           }
           if (!most) return;
           const size_t mid = most->next + (most->end - most->next) / 2;
-          parts.push_back(Part{mid, mid, most->end, {}});
+          parts.push_back(Part{mid, mid, most->end, Worker(session.sample_count())});
           most->end = mid;
           part = &parts.back();
         }

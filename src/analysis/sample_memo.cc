@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "analysis/sample_memo.h"
 
+#include <algorithm>
+#include <bit>
 #include <cstring>
 #include <span>
 
@@ -69,12 +71,15 @@ SampleMemos::Key SampleMemos::key_of(const perf::Sample& s, bool kernel, bool st
   return key;
 }
 
-SampleMemos::SampleMemos() : memos_(kMemos), tails_(kMemos) {}
+SampleMemos::SampleMemos(uint64_t samples)
+    : mask_(std::bit_ceil(std::clamp<uint64_t>(samples, 64, kMemos)) - 1),
+      memos_(mask_ + 1),
+      tails_(mask_ + 1) {}
 
 profile::Counts* SampleMemos::find(const Key& key, const perf::Sample& s, bool kernel,
                                    DiagCounts& diag) const {
   if (key.words.empty()) return nullptr;
-  const size_t at = key.hash & (kMemos - 1);
+  const size_t at = key.hash & mask_;
   const Memo& m = memos_[at];
   const Bytes w = key.words;
   if (m.hash != key.hash || s.time < m.from || s.time >= m.to || m.pid != s.pid ||
@@ -100,7 +105,7 @@ void SampleMemos::remember(const Key& key, const perf::Sample& s, bool kernel, p
                            const symbols::Symbolizer::Holds& holds, const MemoCounts& before,
                            const MemoCounts& after) {
   if (key.words.empty() || holds.from > s.time || s.time >= holds.to) return;
-  const size_t at = key.hash & (kMemos - 1);
+  const size_t at = key.hash & mask_;
   Memo& m = memos_[at];
   Tail& tail = tails_[at];
   m.hash = key.hash;

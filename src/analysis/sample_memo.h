@@ -38,7 +38,9 @@ class SampleMemos {
   // kernel part the charge reads.
   static Key key_of(const perf::Sample& sample, bool kernel, bool stacks);
 
-  SampleMemos();
+  // Room for memos of a report of `samples` samples: a small file's report
+  // does not map and clear the whole table (256 KB) for a few hundred.
+  explicit SampleMemos(uint64_t samples = kMemos);
   // The slot of a sample remembered under `key` at its time, its
   // diagnostics replayed into `diag`; null if none.
   profile::Counts* find(const Key& key, const perf::Sample& sample, bool kernel, DiagCounts& diag) const;
@@ -71,8 +73,9 @@ class SampleMemos {
     // Record sizes cap a chain at 8191 frames.
     std::array<uint16_t, symbols::kUnknownCount> unknown{};
   };
-  // Direct-mapped by the key's hash (a power of two).
+  // Direct-mapped by the key's hash: at most kMemos slots, a power of two.
   static constexpr size_t kMemos = 4096;
+  size_t mask_ = 0;
   // Value-initialized at once: mapped in one call, not page by page.
   std::vector<Memo, PrefaultAllocator<Memo>> memos_;
   std::vector<Tail, PrefaultAllocator<Tail>> tails_;

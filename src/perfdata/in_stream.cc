@@ -2,6 +2,7 @@
 #include "perfdata/in_stream.h"
 
 #include <algorithm>
+#include <cstring>
 #include <string>
 
 namespace bpfprof::perfdata {
@@ -76,8 +77,11 @@ Status InStreamCollector::add(const perf::RecordView& r) {
   // The chunk holds what the blob still lacks, at most, plus < 8 bytes of padding.
   const uint64_t want = std::min<uint64_t>(chunk.size(), partial_size_ - partial_.bytes.size());
   if (chunk.size() - want >= 8) return bad("chunk larger than its blob");
-  partial_.bytes.insert(partial_.bytes.end(), chunk.begin(),
-                        chunk.begin() + static_cast<ptrdiff_t>(want));
+  // Not insert(): through the allocator's construct() that copies byte by
+  // byte (1.6 ms for the 0.7 MB kallsyms snapshot).
+  const size_t at = partial_.bytes.size();
+  partial_.bytes.resize(at + want);
+  std::memcpy(partial_.bytes.data() + at, chunk.data(), want);
   if (partial_.bytes.size() == partial_size_) {
     blobs_.push_back(std::move(partial_));
     partial_ = {};

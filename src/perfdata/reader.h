@@ -153,7 +153,7 @@ class FileReader {
   bool truncated_header_ = false;
   bool features_in_stream_ = false;
   // In-stream blobs (views point here), as InStreamCollector::BlobBytes.
-  std::vector<std::vector<std::byte, PrefaultAllocator<std::byte>>> owned_blobs_;
+  std::vector<std::vector<std::byte, UninitAllocator<std::byte>>> owned_blobs_;
   std::vector<Error> feature_errors_;
   std::set<int> damaged_features_;
   std::unordered_map<uint64_t, size_t> attr_by_id_;  // id -> index in attrs_
