@@ -55,23 +55,51 @@ static long func_cb(__u32 i, void *arg)
 	return 0;
 }
 
+/*
+ * Every JIT'd function of the program `desc` names, func_cb over each:
+ * desc->image_len and desc->failed say what went. A global function: the
+ * verifier checks it, and the loop in it, once on its own, where in
+ * capture_load the loop was checked again on every path to it. bpf_loop
+ * needs its context on this function's own stack, hence the copy.
+ */
+__attribute__((noinline)) int send_funcs(struct func_ctx *desc, __u32 nr_funcs)
+{
+	struct func_ctx c;
+
+	if (!desc)
+		return 0;
+	c = *desc;
+	bpf_loop(nr_funcs, func_cb, &c, 0);
+	desc->image_len = c.image_len;
+	desc->failed = c.failed;
+	return 0;
+}
+
 struct map_ctx {
 	struct bpf_map **maps;
 	__u32 id;
 	__u32 failed;
 };
 
-/* Whether a map's 16-byte name ends in ".rodata" (libbpf: `<obj>.rodata`). */
-static __always_inline int rodata_name(const char *name)
-{
-	int at;
+/* ".rodata" and the zero byte after it, as a little-endian word. */
+#define RODATA_WORD 0x00617461646f722eull
+_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "rodata_name reads little-endian words");
 
-	for (at = 0; at + 7 <= 16; at++) {
-		if (at + 7 < 16 && name[at + 7])
-			continue;
-		if (name[at] == '.' && name[at + 1] == 'r' && name[at + 2] == 'o' &&
-		    name[at + 3] == 'd' && name[at + 4] == 'a' && name[at + 5] == 't' &&
-		    name[at + 6] == 'a')
+/*
+ * Whether a map's 16-byte name, as its two little-endian words, ends in
+ * ".rodata" (libbpf: `<obj>.rodata`): ".rodata" at some offset 0 to 9 with
+ * a zero byte after it, or the last 7 bytes. The 8 bytes from each offset
+ * are compared at once, the name read as if a zero byte followed it: one
+ * branch per offset, where comparing byte by byte gave the verifier one
+ * path per byte that matched at each offset.
+ */
+static __always_inline int rodata_name(__u64 lo, __u64 hi)
+{
+	if (lo == RODATA_WORD || hi == RODATA_WORD || hi >> 8 == RODATA_WORD)
+		return 1;
+#pragma unroll
+	for (int at = 1; at < 8; at++) {
+		if ((lo >> (8 * at) | hi << (64 - 8 * at)) == RODATA_WORD)
 			return 1;
 	}
 	return 0;
@@ -82,7 +110,7 @@ static __always_inline int rodata_name(const char *name)
  * map: its bpf_metadata_* variables for a program that may be unloaded
  * before user space could read them. At most CAPTURE_VALUE_MAX bytes.
  */
-static __noinline int send_value(__u32 prog_id, struct bpf_map *m, const char *name)
+static __noinline int send_value(__u32 prog_id, struct bpf_map *m, __u64 name_lo, __u64 name_hi)
 {
 	struct capture_map_value *r;
 	__u32 map_id, size, type_id, len;
@@ -92,7 +120,7 @@ static __noinline int send_value(__u32 prog_id, struct bpf_map *m, const char *n
 	    BPF_CORE_READ(m, max_entries) != 1)
 		return 0;
 	type_id = BPF_CORE_READ(m, btf_value_type_id);
-	if (!type_id || !rodata_name(name))
+	if (!type_id || !rodata_name(name_lo, name_hi))
 		return 0;
 	map_id = BPF_CORE_READ(m, id);
 	if (bpf_map_lookup_elem(&value_sent, &map_id))
@@ -128,11 +156,23 @@ static __noinline int send_value(__u32 prog_id, struct bpf_map *m, const char *n
 	return 0;
 }
 
-/* Map `m` of program `prog_id`: its fields and where it lies; 0 when sent. */
-static __noinline int send_map(__u32 prog_id, __u32 index, struct bpf_map *m)
+/*
+ * Map `map` of program `prog_id`: its fields and where it lies; 0 when sent.
+ * A global function, checked once by the verifier (with send_value, which
+ * only it calls) where a static one was checked again at every call and at
+ * every pass of the verifier over map_cb's loop. The map is passed as its
+ * address: a global function's pointer arguments must point to memory the
+ * verifier can size, and every read of it here is a probe read anyway.
+ */
+__attribute__((noinline)) int send_map(__u32 prog_id, __u32 index, __u64 map)
 {
+	struct bpf_map *m = (struct bpf_map *)map;
 	struct capture_map *r;
-	char name[16];
+	/* Its name, also as the two words rodata_name compares. */
+	union {
+		char s[16];
+		__u64 w[2];
+	} name;
 
 	if (!m)
 		return -1;
@@ -156,15 +196,15 @@ static __noinline int send_map(__u32 prog_id, __u32 index, struct bpf_map *m)
 	r->value_addr = r->type == BPF_MAP_TYPE_ARRAY
 				? (__u64)m + bpf_core_field_offset(struct bpf_array, value)
 				: 0;
-	if (bpf_core_read(name, sizeof(name), &m->name)) {
+	if (bpf_core_read(name.s, sizeof(name.s), &m->name)) {
 		bpf_ringbuf_discard(r, BPF_RB_NO_WAKEUP);
 		return -1;
 	}
-	__builtin_memcpy(r->name, name, sizeof(name));
+	__builtin_memcpy(r->name, name.s, sizeof(name.s));
 	bpf_ringbuf_submit(r, BPF_RB_NO_WAKEUP);
 	/* After the map's record; a value that did not go is not the
 	 * program's capture failing (user space reads the map by id). */
-	send_value(prog_id, m, name);
+	send_value(prog_id, m, name.w[0], name.w[1]);
 	return 0;
 }
 
@@ -174,11 +214,26 @@ static long map_cb(__u32 i, void *arg)
 	struct map_ctx *c = arg;
 	struct bpf_map *m = 0;
 
-	if (bpf_probe_read_kernel(&m, sizeof(m), &c->maps[i]) || send_map(c->id, i, m)) {
+	if (bpf_probe_read_kernel(&m, sizeof(m), &c->maps[i]) || send_map(c->id, i, (__u64)m)) {
 		c->failed = 1;
 		return 1;
 	}
 	return 0;
+}
+
+/*
+ * The first `nr_maps` maps of aux->used_maps, map_cb over each; nonzero
+ * when one did not go. Global, for the reason send_funcs is.
+ */
+__attribute__((noinline)) int send_maps(const struct map_ctx *desc, __u32 nr_maps)
+{
+	struct map_ctx c;
+
+	if (!desc)
+		return 0;
+	c = *desc;
+	bpf_loop(nr_maps, map_cb, &c, 0);
+	return c.failed;
 }
 
 /* BPF_PROG_BIND_MAP succeeded: the map it bound, for the program's list.
@@ -195,7 +250,47 @@ static __always_inline int capture_bind_map(__u64 attr)
 	file = fd_file(fds[1]);
 	if (!prog || !file)
 		return 0;
-	send_map(BPF_CORE_READ(prog, aux, id), CAPTURE_MAP_BOUND, BPF_CORE_READ(file, private_data));
+	send_map(BPF_CORE_READ(prog, aux, id), CAPTURE_MAP_BOUND,
+		 (__u64)BPF_CORE_READ(file, private_data));
+	return 0;
+}
+
+/*
+ * The record of program `p`, last: the ring's one record that may wake the
+ * recorder, and the counters; a program not captured whole also goes to
+ * `missed`, which wakes it at once. A global function: `p` is capture_load's
+ * record, on its stack, and the verifier assumes nothing of what it holds.
+ * Inlined, the test of its flags made each path through capture_load (each
+ * piece that went or failed sets them its own way) one the verifier could
+ * not merge with the others, and it checked the rest of capture_load, loops
+ * included, once per combination of flags.
+ */
+__attribute__((noinline)) int send_prog(const struct capture_prog *p)
+{
+	struct capture_counters *n = count();
+	__u32 flags;
+	__u64 wake;
+
+	if (!p || !n)
+		return 0;
+	flags = p->flags;
+	wake = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wake_at ? BPF_RB_FORCE_WAKEUP
+									 : BPF_RB_NO_WAKEUP;
+	if (bpf_ringbuf_output(&events, (void *)p, sizeof(*p), wake)) {
+		__sync_fetch_and_add(&n->lost_records, 1);
+		flags |= CAPTURE_INCOMPLETE;
+	}
+	if (flags & CAPTURE_INCOMPLETE) {
+		struct capture_missed m = {
+			.hdr = { .kind = CAPTURE_MISSED, .id = p->hdr.id },
+			.cgroup_id = p->cgroup_id,
+		};
+
+		__sync_fetch_and_add(&n->incomplete, 1);
+		bpf_ringbuf_output(&missed, &m, sizeof(m), BPF_RB_FORCE_WAKEUP);
+	} else {
+		__sync_fetch_and_add(&n->captured, 1);
+	}
 	return 0;
 }
 
@@ -209,7 +304,6 @@ static __always_inline int capture_load(__s64 fd)
 	struct btf *btf;
 	void **jited_linfo;
 	__u32 func_cnt, nr_linfo, nr_func_info;
-	__u64 wake;
 
 	n = count();
 	if (!n)
@@ -248,7 +342,7 @@ static __always_inline int capture_load(__s64 fd)
 		};
 
 		p.nr_funcs = func_cnt ? func_cnt : 1;
-		bpf_loop(p.nr_funcs, func_cb, &fc, 0);
+		send_funcs(&fc, p.nr_funcs);
 		if (fc.failed)
 			p.flags |= CAPTURE_INCOMPLETE;
 		p.jited_prog_len = fc.image_len;
@@ -285,8 +379,7 @@ static __always_inline int capture_load(__s64 fd)
 		p.nr_maps = p.nr_map_ids < CAPTURE_MAPS_MAX ? p.nr_map_ids : CAPTURE_MAPS_MAX;
 		if (!mc.maps)
 			p.nr_maps = 0;
-		bpf_loop(p.nr_maps, map_cb, &mc, 0);
-		if (mc.failed)
+		if (send_maps(&mc, p.nr_maps))
 			p.flags |= CAPTURE_INCOMPLETE;
 	}
 
@@ -311,23 +404,7 @@ static __always_inline int capture_load(__s64 fd)
 		}
 	}
 
-	wake = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wake_at ? BPF_RB_FORCE_WAKEUP
-									 : BPF_RB_NO_WAKEUP;
-	if (bpf_ringbuf_output(&events, &p, sizeof(p), wake)) {
-		__sync_fetch_and_add(&n->lost_records, 1);
-		p.flags |= CAPTURE_INCOMPLETE;
-	}
-	if (p.flags & CAPTURE_INCOMPLETE) {
-		struct capture_missed m = {
-			.hdr = { .kind = CAPTURE_MISSED, .id = p.hdr.id },
-			.cgroup_id = p.cgroup_id,
-		};
-
-		__sync_fetch_and_add(&n->incomplete, 1);
-		bpf_ringbuf_output(&missed, &m, sizeof(m), BPF_RB_FORCE_WAKEUP);
-	} else {
-		__sync_fetch_and_add(&n->captured, 1);
-	}
+	send_prog(&p);
 	return 0;
 
 not_program:

@@ -148,6 +148,30 @@ static long piece_cb(__u32 i, void *arg)
 	return 0;
 }
 
+/*
+ * Sends the `desc->total` bytes at `desc->src` as pieces of `desc->array`; 0
+ * when all went. A global function, not inlined: the verifier checks it,
+ * and the loop over piece_cb in it, once on its own, where inlined the loop
+ * was checked again at each of its five call sites, on every path to them
+ * and on each pass over func_cb's loop. It takes the description of the
+ * array by pointer, a global function having at most five arguments; the
+ * verifier assumes nothing of what it holds, and bpf_loop needs its context
+ * on this function's own stack, hence the copy.
+ */
+__attribute__((noinline)) int send_pieces(const struct piece_ctx *desc)
+{
+	struct piece_ctx c;
+
+	if (!desc)
+		return 0;
+	c = *desc;
+	c.failed = 0;
+	if (!c.total || !c.src)
+		return 0;
+	bpf_loop((c.total + CAPTURE_CHUNK_MAX - 1) / CAPTURE_CHUNK_MAX, piece_cb, &c, 0);
+	return c.failed ? -1 : 0;
+}
+
 /* Sends `total` bytes at `src` as pieces of `array`; 0 when all went. */
 static __always_inline int send_array(const void *src, __u32 total, __u32 array, __u32 id,
 				      __u32 prog_id, __u32 base)
@@ -156,10 +180,7 @@ static __always_inline int send_array(const void *src, __u32 total, __u32 array,
 		.src = src, .total = total, .array = array, .id = id, .prog_id = prog_id, .base = base,
 	};
 
-	if (!total || !src)
-		return 0;
-	bpf_loop((total + CAPTURE_CHUNK_MAX - 1) / CAPTURE_CHUNK_MAX, piece_cb, &c, 0);
-	return c.failed ? -1 : 0;
+	return send_pieces(&c);
 }
 
 
