@@ -229,7 +229,10 @@ std::vector<std::byte> encode_kallsyms(std::string_view text) {
     std::string_view name, module;
     bool global;
   };
+  // Sized once: grown by doubling, its copies touched ~12 MB of fresh
+  // memory more for a 121k-symbol kernel, each page a fault to zero.
   std::vector<Raw> raw;
+  raw.reserve(static_cast<size_t>(std::count(text.begin(), text.end(), '\n')) + 1);
   uint64_t etext = 0;
   for_each_line(text, [&](std::string_view line) {
     const std::optional<KallsymsLine> l = parse_kallsyms_line(line);
