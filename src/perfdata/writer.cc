@@ -181,10 +181,8 @@ Status FileWriter::drain_compressor(bool all) {
   return append_raw(packed_);
 }
 
-Features FileWriter::with_compression(const Features& features) const {
-  Features f = features;
-  if (compressor_) f.compression = compressor_->feature();
-  return f;
+void FileWriter::add_compression(Features& features) const {
+  if (compressor_) features.compression = compressor_->feature();
 }
 
 Status FileWriter::append_raw(Bytes records) {
@@ -308,7 +306,7 @@ Status FileWriter::write_features(const Features& features, uint64_t data_size,
   return ok_status();
 }
 
-Status FileWriter::close(const Features& features) {
+Status FileWriter::close(Features features) {
   if (!out_.fd.valid()) return make_error(Errc::kInternal, "closing " + path_ + " twice");
   if (!failed_ && !data_started_) {
     Status s = freeze_preamble();
@@ -319,11 +317,12 @@ Status FileWriter::close(const Features& features) {
   }
   if (!failed_ && compressor_) (void)drain_compressor(true);
   if (!failed_) (void)flush();
-  if (failed_) return close_after_error(with_compression(features));
+  add_compression(features);
+  if (failed_) return close_after_error(features);
 
   const uint64_t no_features[4] = {};
   uint64_t bitmap[4] = {};
-  Status s = write_features(with_compression(features), written_, bitmap);
+  Status s = write_features(features, written_, bitmap);
   if (!s.ok()) {
     // Keep the data readable: no feature table, header without features.
     if (out_.regular) (void)::ftruncate(out_.fd.get(), static_cast<off_t>(data_offset_ + written_));

@@ -72,7 +72,9 @@ class FileWriter {
   Status finish_round();
   // Flushes, writes the features, rewrites the header. After a write error it
   // cuts the data back to the last complete round and still writes the header.
-  Status close(const Features& features);
+  // By value: a recording's features hold every program's info and BTF
+  // (megabytes with churn), moved in rather than copied.
+  Status close(Features features);
   // Removes the file (recording failed before anything useful was written)
   // and puts path.old back where create() rotated it; a device is left alone.
   void abandon();
@@ -88,8 +90,8 @@ class FileWriter {
   Status append_raw(Bytes records);
   // Moves what the compressor holds into the data (all: every whole record).
   Status drain_compressor(bool all);
-  // `features` plus feature 27 when compressing.
-  Features with_compression(const Features& features) const;
+  // Sets feature 27 in `features` when compressing.
+  void add_compression(Features& features) const;
   Status write_preamble();
   Status freeze_preamble();
   Status write_header(uint64_t data_size, const uint64_t features_bitmap[4]);

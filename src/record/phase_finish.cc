@@ -83,7 +83,7 @@ Result<RecordStats> Recorder::finish() {
   if (o_.bpf_stats) add_run_stats(features, run_stats_now(enrichment), stats_off_ns_);
   for (auto& [id, btf] : btfs) features.bpf_btf.push_back(std::move(btf));
   perfdata::attach_metadata(file_.metadata, features.bpf_prog_info);
-  Status closed = writer.close(features);
+  Status closed = writer.close(std::move(features));
   count_compression(writer);
   const FileCounters last = loop_->file_counters();
   if (switched_) {

@@ -180,7 +180,7 @@ Error Recorder::abandon(Error e) {
   if (writer.write_failed()) {
     perfdata::Features features = perfdata::host_features();
     features.cmdline = cmdline_with_exe(o_.cmdline);
-    Status closed = writer.close(features);
+    Status closed = writer.close(std::move(features));
     return closed.ok() ? e : std::move(closed).error();
   }
   out_->abandon();

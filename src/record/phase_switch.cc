@@ -86,6 +86,7 @@ Status Recorder::switch_output() {
   stored_.insert(stored.begin(), stored.end());
   sections_->move_into(features);
   perfdata::attach_metadata(file_.metadata, features.bpf_prog_info);
+  // A copy: the programs that die at the cut are looked up in it after.
   Status closed = writer.close(features);
   count_compression(writer);
   // Renamed even after a failed close: it is valid up to its last round.
