@@ -242,13 +242,17 @@ std::vector<std::byte> encode_kallsyms(std::string_view text) {
     if (!is_text_type(l->type) || l->module == "bpf" || l->addr == 0 || l->name == "_etext") return;
     raw.push_back({l->addr, l->name, l->module, is_global(l->type)});
   });
-  // Aliases at one address: the global name wins, then the first listed.
+  // Aliases at one address: the global name wins, then the first listed
+  // (names are views into `text`, so their order there is the listing's).
+  // A total order: sorted in place, where a stable sort took a second
+  // array of the table's size, fresh memory to fault in.
   auto before = [](const Raw& a, const Raw& b) {
     if (a.addr != b.addr) return a.addr < b.addr;
-    return a.global > b.global;
+    if (a.global != b.global) return a.global > b.global;
+    return a.name.data() < b.name.data();
   };
   // /proc/kallsyms is mostly in address order already: check before sorting.
-  if (!std::is_sorted(raw.begin(), raw.end(), before)) std::stable_sort(raw.begin(), raw.end(), before);
+  if (!std::is_sorted(raw.begin(), raw.end(), before)) std::sort(raw.begin(), raw.end(), before);
   raw.erase(std::unique(raw.begin(), raw.end(), [](const Raw& a, const Raw& b) { return a.addr == b.addr; }),
             raw.end());
 

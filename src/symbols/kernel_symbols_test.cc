@@ -199,6 +199,31 @@ TEST(KallsymsTableTest, RefusesTablesThatLie) {
   }
 }
 
+// Lines out of address order are sorted; of aliases at one address the
+// global name wins, then the one listed first, wherever the sort moved them.
+TEST(KallsymsTableTest, SortsLinesAndKeepsTheFirstListedAlias) {
+  constexpr char kUnsorted[] =
+      "ffffffff81000300 T _etext\n"
+      "ffffffff81000200 t z_local\n"
+      "ffffffff81000100 t listed_first\n"
+      "ffffffff81000000 T _text\n"
+      "ffffffff81000200 T g_alias\n"
+      "ffffffff81000100 t a_listed_second\n"
+      "ffffffff81000200 t a_local_after\n"
+      "ffffffff81000100 t b_listed_third\n";
+  for (const bool blocked : {false, true}) {
+    SCOPED_TRACE(blocked);
+    const std::vector<std::byte> packed = blocked ? perfdata::encode_kallsyms_blocked(kUnsorted)
+                                                  : perfdata::encode_kallsyms(kUnsorted);
+    auto t = perfdata::KallsymsTable::open(packed, 0);
+    ASSERT_TRUE(t.ok()) << t.error().to_string();
+    std::vector<std::string> got;
+    for (size_t i = 0; i < t->size(); i++) got.emplace_back(t->name(i));
+    EXPECT_EQ(got, (std::vector<std::string>{"_text", "listed_first", "g_alias"}));
+    EXPECT_EQ(t->etext(), 0xffffffff81000300u);
+  }
+}
+
 // The table keeps what a lookup needs and nothing of the rest.
 TEST(KallsymsTableTest, HoldsTextSymbolsInAddressOrder) {
   auto t = perfdata::KallsymsTable::from_text(kSnapshot);
