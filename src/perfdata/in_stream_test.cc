@@ -160,6 +160,22 @@ TEST(InStreamTest, ChunksOutOfOrderAreNamedNotTrusted) {
   EXPECT_EQ(whole.blobs()[0].feat, kFeatBpfBtf);
 }
 
+// A blob of no bytes is one record, complete at once (and copies nothing:
+// UBSan builds check that no null buffer reaches memcpy).
+TEST(InStreamTest, AnEmptyBlobIsOneRecordAndComplete) {
+  ByteVec records;
+  append_in_stream_records(records, kFeatBpfBtf, Bytes{});
+  InStreamCollector c;
+  auto v = perf::record_at(records, 0, 0);
+  ASSERT_TRUE(v.ok());
+  ASSERT_EQ(v->header.size, records.size());
+  ASSERT_TRUE(c.add(*v).ok());
+  ASSERT_TRUE(c.finish().ok());
+  ASSERT_EQ(c.blobs().size(), 1u);
+  EXPECT_EQ(c.blobs()[0].feat, kFeatBpfBtf);
+  EXPECT_TRUE(c.blobs()[0].bytes.empty());
+}
+
 // One damaged chunk in the middle of a blob of many (a kallsyms snapshot is
 // ~70): one error, the rest of that blob dropped quietly, the next blob
 // read, and the feature named as damaged.
