@@ -133,12 +133,16 @@ struct KallsymsTable::Blocks {
   // The modules' "[name]"s.
   std::vector<std::string_view> module_dso;
   // Each block once decompressed: published once (the first thread to
-  // finish one wins; a loser frees its copy), read without a lock.
+  // finish one wins; a loser frees its copy), read without a lock, freed
+  // with the table.
   std::unique_ptr<std::atomic<const Block*>[]> ready;
-  std::unique_ptr<std::unique_ptr<Block>[]> owned;  // slot b: written by its winner
   std::atomic<size_t> decoded{0};
   mutable std::mutex mu;
   std::optional<Error> damage;  // under mu: the first damaged block's
+
+  ~Blocks() {
+    for (size_t b = 0; ready && b < first_addr.size(); b++) delete ready[b].load();
+  }
 
   const Block& block(size_t b) {
     const Block* p = ready[b].load(std::memory_order_acquire);
@@ -147,8 +151,7 @@ struct KallsymsTable::Blocks {
     const Block* expected = nullptr;
     if (ready[b].compare_exchange_strong(expected, mine.get(), std::memory_order_acq_rel)) {
       if (mine->n != 0) decoded.fetch_add(1, std::memory_order_relaxed);
-      owned[b] = std::move(mine);
-      return *owned[b];
+      return *mine.release();
     }
     return *expected;
   }
@@ -310,7 +313,6 @@ Result<KallsymsTable> KallsymsTable::open_blocked(Bytes blob, uint64_t base_offs
   }
   t->ready = std::make_unique<std::atomic<const Block*>[]>(blocks);
   for (uint32_t b = 0; b < blocks; b++) t->ready[b].store(nullptr, std::memory_order_relaxed);
-  t->owned = std::make_unique<std::unique_ptr<Block>[]>(blocks);
   KallsymsTable table;
   table.count_ = static_cast<size_t>(count);
   table.module_count_ = modules;

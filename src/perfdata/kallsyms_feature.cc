@@ -133,7 +133,7 @@ Result<Out> decode_body(Bytes section, uint64_t base_offset) {
       return make_error_at(Errc::kBadRecord, body_at,
                            "KALLSYMS decompresses beyond raw_size " + std::to_string(raw_size));
     }
-    out.insert(out.end(), buf.get(), buf.get() + o.pos);
+    append_bytes(out, buf.get(), o.pos);
     if (o.pos == 0 && in.pos == in.size && ret != 0) {
       return make_error_at(Errc::kTruncated, body_at, "KALLSYMS zstd frame is incomplete");
     }
